@@ -1,0 +1,42 @@
+# podstatus — two commands from a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test lint typecheck unit bench soak test-apiserver clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/podstatus simulate --pods 200
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest -q -m 'not apiserver and not slow'
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(PY) bench/run.py --write docs/benchmarks.md
+
+soak: $(STAMP)
+	$(PY) -m pytest -q -s -m slow tests/reliability
+
+test-apiserver: $(STAMP)
+	$(PY) -m pytest -q -m apiserver tests/apiserver_suite
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,791 @@
+"""``HttpKubeClient``: the kube client for real clusters (any Kubernetes API server).
+
+The hot path (get, patch, delete of one pod) is a keep-alive ``urllib3`` connection
+pool shared by all threads and msgspec decoding: no ``kubernetes`` models. The
+``kubernetes`` package is used for one thing only: loading configuration
+(:mod:`podstatus.clients.kubeconfig`), so kubeconfig files, in-cluster service
+accounts, exec credential plugins and expiring tokens work as they do for kubectl.
+
+Errors: every failure is a :class:`podstatus.errors.ApiError` subclass. HTTP errors
+are built from the server's ``Status`` body (``api_error_from_status``), with
+``Retry-After`` parsed; timeouts are :class:`RequestTimeoutError`; refused or reset
+connections, DNS and TLS failures are :class:`ConnectionFailedError`. The urllib3
+exception is chained, never leaked. urllib3 never retries on its own: the status
+manager owns the retry policy. The one exception is a 401 when the credentials can
+be refreshed (exec plugins, rotated tokens): the request is sent again once with the
+new credentials.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import quote, urlencode, urlsplit
+
+import msgspec
+import urllib3
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    EmptyPoolError,
+    NewConnectionError,
+    ReadTimeoutError,
+    SSLError,
+)
+
+from ..errors import (
+    ApiError,
+    ConnectionFailedError,
+    InvalidObjectError,
+    RequestTimeoutError,
+    api_error_from_status,
+)
+from ..types import Pod
+from .base import PATCH_CONTENT_TYPE, RequestCounter
+from .kubeconfig import (
+    ConfigAuth,
+    Configuration,
+    ConnectionSettings,
+    load_in_cluster_configuration,
+    load_kubeconfig_configuration,
+    settings_from_configuration,
+)
+
+__all__ = ["DEFAULT_TIMEOUT", "HttpKubeClient", "PodWatch"]
+
+logger = logging.getLogger(__name__)
+
+# (connect, read) seconds.
+DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)
+USER_AGENT = "podstatus/0.1"
+STRATEGIC_MERGE_PATCH = PATCH_CONTENT_TYPE
+JSON = "application/json"
+_POLL_STOP = 0.25  # how often a watch's stopper thread looks at the caller's stop event
+
+_json_decode = msgspec.json.decode
+_json_encode = msgspec.json.encode
+_DEBUG = logging.DEBUG
+
+
+class _Pools:
+    """The connection pools of one set of connection settings (replaced whole when they change)."""
+
+    __slots__ = ("base_url", "direct", "manager", "prefix", "watch_manager")
+
+    def __init__(self, settings: ConnectionSettings, timeout: urllib3.Timeout, maxsize: int) -> None:
+        self.base_url = settings.base_url
+        self.prefix = urlsplit(settings.base_url).path.rstrip("/")
+        self.manager = _pool_manager(settings, timeout, maxsize, block=True)
+        # Watches hold a connection for minutes: they get their own pool so they never
+        # starve the workers' requests.
+        self.watch_manager = _pool_manager(settings, timeout, maxsize, block=False)
+        # Without a proxy, talk to the server's pool directly (skips URL parsing and pool lookup).
+        self.direct: urllib3.HTTPConnectionPool | None = (
+            None if settings.proxy else self.manager.connection_from_url(settings.base_url)
+        )
+
+    def clear(self) -> None:
+        self.manager.clear()
+        self.watch_manager.clear()
+
+
+def _pool_manager(
+    settings: ConnectionSettings, timeout: urllib3.Timeout, maxsize: int, *, block: bool
+) -> urllib3.PoolManager:
+    kw: dict[str, Any] = {
+        "num_pools": 4,
+        "maxsize": maxsize,
+        "block": block,
+        "retries": False,
+        "timeout": timeout,
+    }
+    if settings.base_url.startswith("https:"):
+        kw["cert_reqs"] = "CERT_REQUIRED" if settings.verify else "CERT_NONE"
+        if settings.verify:
+            if settings.ca_cert:
+                kw["ca_certs"] = settings.ca_cert
+        else:
+            kw["assert_hostname"] = False
+        if settings.client_cert:
+            kw["cert_file"] = settings.client_cert
+            kw["key_file"] = settings.client_key
+        if settings.tls_server_name:
+            kw["server_hostname"] = settings.tls_server_name
+    if not settings.proxy:
+        return urllib3.PoolManager(**kw)
+    if settings.proxy.startswith("socks"):
+        try:
+            from urllib3.contrib.socks import SOCKSProxyManager
+        except ImportError as exc:  # PySocks missing
+            raise ConnectionFailedError(f"SOCKS proxy {settings.proxy} needs PySocks installed") from exc
+        return SOCKSProxyManager(settings.proxy, **kw)
+    return urllib3.ProxyManager(settings.proxy, proxy_headers=settings.proxy_headers, **kw)
+
+
+def _timeout(timeout: float | tuple[float, float] | urllib3.Timeout) -> urllib3.Timeout:
+    if isinstance(timeout, urllib3.Timeout):
+        return timeout
+    if isinstance(timeout, tuple):
+        connect, read = timeout
+        return urllib3.Timeout(connect=connect, read=read)
+    return urllib3.Timeout(connect=timeout, read=timeout)
+
+
+def _seconds(value: Any, default: float) -> float:
+    return float(value) if isinstance(value, int | float) else default
+
+
+def _q(segment: str) -> str:
+    return quote(segment, safe="")
+
+
+def _pod_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{_q(namespace)}/pods/{_q(name)}"
+
+
+def _pods_path(namespace: str | None) -> str:
+    return "/api/v1/pods" if namespace is None else f"/api/v1/namespaces/{_q(namespace)}/pods"
+
+
+def _node_path(name: str) -> str:
+    return f"/api/v1/nodes/{_q(name)}"
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta seconds or an HTTP date); ``None`` if absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _connection_error(exc: BaseException, method: str, path: str) -> ApiError:
+    """The podstatus error for a urllib3 / socket failure (the caller chains ``exc``)."""
+    where = f"{method} {path}"
+    if isinstance(exc, NewConnectionError):
+        return ConnectionFailedError(f"{where}: cannot connect: {exc}")
+    if isinstance(exc, ReadTimeoutError | ConnectTimeoutError | TimeoutError):
+        return RequestTimeoutError(f"{where}: timed out: {exc}")
+    if isinstance(exc, EmptyPoolError):
+        return RequestTimeoutError(f"{where}: no free connection in the pool: {exc}")
+    if isinstance(exc, SSLError):
+        return ConnectionFailedError(f"{where}: TLS error: {exc}")
+    return ConnectionFailedError(f"{where}: connection failed: {exc}")
+
+
+def _http_error(
+    status: int, reason: str | None, headers: Any, data: bytes, method: str, path: str
+) -> ApiError:
+    """The podstatus error for a non-2xx answer, from its ``Status`` body when it has one."""
+    content_type = str(headers.get("Content-Type", ""))
+    body: Any = None
+    if "json" in content_type and data:
+        try:
+            body = _json_decode(data)
+        except msgspec.DecodeError:
+            body = None
+    message = f"{method} {path}: HTTP {status} {reason or ''}".rstrip()
+    if not isinstance(body, dict) and data:
+        text = data[:200].decode("utf-8", "replace").strip()
+        if text:
+            message = f"{message}: {text}"
+    return api_error_from_status(
+        status, body, retry_after=parse_retry_after(headers.get("Retry-After")), default_message=message
+    )
+
+
+def _decode_pod(data: bytes, method: str, path: str, status: int) -> Pod:
+    try:
+        return Pod.from_json(data)
+    except InvalidObjectError as exc:
+        raise ApiError(
+            f"{method} {path}: invalid pod in the answer: {exc}", code=status, reason="InvalidResponse"
+        ) from exc
+
+
+def _decode_object(data: bytes, method: str, path: str, status: int) -> dict[str, Any]:
+    try:
+        obj = _json_decode(data)
+    except msgspec.DecodeError as exc:
+        raise ApiError(
+            f"{method} {path}: malformed JSON in the answer: {exc}", code=status, reason="InvalidResponse"
+        ) from exc
+    if not isinstance(obj, dict):
+        raise ApiError(
+            f"{method} {path}: expected a JSON object in the answer", code=status, reason="InvalidResponse"
+        )
+    return obj
+
+
+class HttpKubeClient:
+    """A Kubernetes API client for pods (and nodes), for several threads at once.
+
+    Build one from a kubeconfig (:meth:`from_kubeconfig`), the pod's service account
+    (:meth:`in_cluster`), whichever is there (:meth:`from_config`), or directly from a
+    URL and credentials. ``timeout`` is seconds for both connecting and reading, or a
+    ``(connect, read)`` pair. ``requests`` counts requests by verb.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        ca_cert: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+        verify: bool = True,
+        timeout: float | tuple[float, float] | urllib3.Timeout = DEFAULT_TIMEOUT,
+        tls_server_name: str | None = None,
+        proxy: str | None = None,
+        proxy_headers: Mapping[str, str] | None = None,
+        pool_maxsize: int = 16,
+        auth: ConfigAuth | None = None,
+        requests: RequestCounter | None = None,
+        user_agent: str = USER_AGENT,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http:// or https:// URL, not {base_url!r}")
+        self._settings = ConnectionSettings(
+            base_url=base_url.rstrip("/"),
+            ca_cert=ca_cert,
+            client_cert=client_cert,
+            client_key=client_key,
+            verify=verify,
+            tls_server_name=tls_server_name,
+            proxy=proxy,
+            proxy_headers=dict(proxy_headers) if proxy_headers else None,
+        )
+        self._timeout = _timeout(timeout)
+        # How long a request waits for a free pooled connection before it is a RequestTimeoutError.
+        self._pool_timeout = 1 + int(
+            _seconds(self._timeout.connect_timeout, 5.0) + _seconds(self._timeout.read_timeout, 30.0)
+        )
+        self._pool_maxsize = pool_maxsize
+        self._pools = _Pools(self._settings, self._timeout, pool_maxsize)
+        self._pools_lock = threading.Lock()
+        self._token = f"Bearer {token}" if token else None
+        self._auth = auth
+        if auth is not None:
+            auth.settings_changed = self._replace_settings
+        self._headers: dict[str, str] = {"Accept": JSON, "User-Agent": user_agent}
+        self.requests: RequestCounter = requests if requests is not None else RequestCounter()
+
+    # -- construction from configuration ---------------------------------------------
+
+    @classmethod
+    def from_configuration(cls, cfg: Configuration, *, reload: Any = None, **kwargs: Any) -> HttpKubeClient:
+        """From a loaded ``kubernetes.client.Configuration``; ``reload()`` gives a fresh one after a 401."""
+        settings = settings_from_configuration(cfg)
+        auth = ConfigAuth(cfg, reload=reload)
+        return cls(
+            settings.base_url,
+            ca_cert=settings.ca_cert,
+            client_cert=settings.client_cert,
+            client_key=settings.client_key,
+            verify=settings.verify,
+            tls_server_name=settings.tls_server_name,
+            proxy=settings.proxy,
+            proxy_headers=settings.proxy_headers,
+            auth=auth,
+            **kwargs,
+        )
+
+    @classmethod
+    def from_kubeconfig(
+        cls, path: str | os.PathLike[str] | None = None, context: str | None = None, **kwargs: Any
+    ) -> HttpKubeClient:
+        """From a kubeconfig: ``path``, else ``$KUBECONFIG``, else ``~/.kube/config``."""
+        cfg = load_kubeconfig_configuration(path, context)
+        return cls.from_configuration(
+            cfg, reload=lambda: load_kubeconfig_configuration(path, context), **kwargs
+        )
+
+    @classmethod
+    def in_cluster(cls, **kwargs: Any) -> HttpKubeClient:
+        """From the pod's service account (token file re-read as it rotates)."""
+        cfg = load_in_cluster_configuration()
+        return cls.from_configuration(cfg, reload=load_in_cluster_configuration, **kwargs)
+
+    @classmethod
+    def from_config(
+        cls, path: str | os.PathLike[str] | None = None, context: str | None = None, **kwargs: Any
+    ) -> HttpKubeClient:
+        """In-cluster when running in a pod (and no ``path`` is given), else from a kubeconfig."""
+        if path is None and context is None:
+            from kubernetes.config import ConfigException
+
+            try:
+                return cls.in_cluster(**kwargs)
+            except ConfigException as exc:
+                logger.debug("not in a cluster (%s); using a kubeconfig", exc)
+        return cls.from_kubeconfig(path, context, **kwargs)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return self._settings.base_url
+
+    def close(self) -> None:
+        """Close idle connections (the client stays usable)."""
+        self._pools.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._settings.base_url!r})"
+
+    def _replace_settings(self, settings: ConnectionSettings) -> None:
+        """New TLS material (from an exec plugin, after a 401): new pools for new connections."""
+        with self._pools_lock:
+            old = self._pools
+            self._settings = settings
+            self._pools = _Pools(settings, self._timeout, self._pool_maxsize)
+        old.clear()
+
+    # -- the request core ------------------------------------------------------------
+
+    def _authorization(self) -> str | None:
+        if self._auth is not None:
+            return self._auth.header()
+        return self._token
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        *,
+        stream: bool = False,
+        timeout: urllib3.Timeout | None = None,
+    ) -> urllib3.BaseHTTPResponse:
+        pools = self._pools
+        timeout = timeout or self._timeout
+        if stream:
+            return pools.watch_manager.urlopen(
+                method,
+                pools.base_url + url,
+                body=body,
+                headers=headers,
+                retries=False,
+                redirect=False,
+                timeout=timeout,
+                preload_content=False,
+            )
+        if pools.direct is not None:
+            return pools.direct.urlopen(
+                method,
+                pools.prefix + url,
+                body=body,
+                headers=headers,
+                retries=False,
+                redirect=False,
+                timeout=timeout,
+                pool_timeout=self._pool_timeout,
+            )
+        return pools.manager.urlopen(
+            method,
+            pools.base_url + url,
+            body=body,
+            headers=headers,
+            retries=False,
+            redirect=False,
+            timeout=timeout,
+        )
+
+    def _request(
+        self,
+        verb: str,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str | int] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        stream: bool = False,
+        timeout: urllib3.Timeout | None = None,
+    ) -> urllib3.BaseHTTPResponse:
+        """Send one request; returns a 2xx response (with its body read unless ``stream``) or raises."""
+        url = f"{path}?{urlencode(query)}" if query else path
+        headers = dict(self._headers)
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        authorization = self._authorization()
+        retried = False
+        while True:
+            if authorization:
+                headers["Authorization"] = authorization
+            else:
+                headers.pop("Authorization", None)
+            self.requests.inc(verb)
+            start = time.perf_counter()
+            try:
+                resp = self._send(method, url, body, headers, stream=stream, timeout=timeout)
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                error = _connection_error(exc, method, path)
+                if logger.isEnabledFor(_DEBUG):
+                    _log(verb, method, path, 0, start, error=type(exc).__name__)
+                raise error from exc
+            status = resp.status
+            if logger.isEnabledFor(_DEBUG):
+                _log(verb, method, path, status, start)
+            if 200 <= status < 300:
+                return resp
+            data = self._read_error_body(resp, stream, method, path)
+            if status == 401 and self._auth is not None and not retried:
+                retry, authorization = self._auth.after_unauthorized(authorization)
+                if retry:
+                    retried = True
+                    continue
+            raise _http_error(status, resp.reason, resp.headers, data, method, path)
+
+    @staticmethod
+    def _read_error_body(resp: urllib3.BaseHTTPResponse, stream: bool, method: str, path: str) -> bytes:
+        if not stream:
+            return resp.data or b""
+        try:
+            return resp.read(64 * 1024)
+        except (urllib3.exceptions.HTTPError, OSError):
+            return b""
+        finally:
+            resp.close()
+            resp.release_conn()
+
+    # -- pods ------------------------------------------------------------------------
+
+    def get_pod(self, namespace: str, name: str) -> Pod:
+        """The pod; :class:`NotFoundError` when there is none."""
+        path = _pod_path(namespace, name)
+        resp = self._request("get", "GET", path)
+        return _decode_pod(resp.data, "GET", path, resp.status)
+
+    def patch_pod_status(
+        self, namespace: str, name: str, patch: bytes, *, resource_version: str | None = None
+    ) -> Pod:
+        """Apply a strategic merge patch to ``pods/status``; returns the pod after it.
+
+        With ``resource_version``, ``metadata.resourceVersion`` is put into the patch: the
+        server then refuses (:class:`ConflictError`) when the pod changed since.
+        """
+        if resource_version is not None:
+            patch = with_resource_version(patch, resource_version)
+        path = _pod_path(namespace, name) + "/status"
+        resp = self._request("patch", "PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH)
+        return _decode_pod(resp.data, "PATCH", path, resp.status)
+
+    def patch_pod(
+        self, namespace: str, name: str, patch: bytes, *, content_type: str = STRATEGIC_MERGE_PATCH
+    ) -> Pod:
+        """Patch the pod itself (labels, annotations, finalizers...)."""
+        path = _pod_path(namespace, name)
+        resp = self._request("patch", "PATCH", path, body=patch, content_type=content_type)
+        return _decode_pod(resp.data, "PATCH", path, resp.status)
+
+    def delete_pod(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None = None, uid: str | None = None
+    ) -> None:
+        """Delete the pod; ``uid`` is a precondition (:class:`ConflictError` when the pod's differs)."""
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        self._request(
+            "delete", "DELETE", _pod_path(namespace, name), body=_json_encode(options), content_type=JSON
+        )
+
+    def create_pod(self, pod: Pod | Mapping[str, Any], namespace: str | None = None) -> Pod:
+        """Create a pod (in ``namespace``, else its own, else ``default``); returns it as created."""
+        if isinstance(pod, Pod):
+            body = pod.to_json()
+            namespace = namespace or pod.metadata.namespace
+        else:
+            body = _json_encode(pod)
+            meta = pod.get("metadata") or {}
+            namespace = namespace or meta.get("namespace")
+        path = _pods_path(namespace or "default")
+        resp = self._request("create", "POST", path, body=body, content_type=JSON)
+        return _decode_pod(resp.data, "POST", path, resp.status)
+
+    def list_pods(
+        self,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[Pod], str]:
+        """Pods (of all namespaces when ``namespace`` is None) and the list's resourceVersion.
+
+        With ``limit``, the list is fetched in pages of that size (one request per page).
+        """
+        path = _pods_path(namespace)
+        query: dict[str, str | int] = {}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        if limit:
+            query["limit"] = limit
+        pods: list[Pod] = []
+        while True:
+            resp = self._request("list", "GET", path, query=query)
+            body = _decode_object(resp.data, "GET", path, resp.status)
+            meta = body.get("metadata") or {}
+            try:
+                pods.extend(Pod.from_dict(item) for item in body.get("items") or ())
+            except InvalidObjectError as exc:
+                raise ApiError(
+                    f"GET {path}: invalid pod in the list: {exc}", code=resp.status, reason="InvalidResponse"
+                ) from exc
+            token = meta.get("continue")
+            if not token:
+                return pods, str(meta.get("resourceVersion") or "")
+            query["continue"] = token
+
+    def watch_pods(
+        self,
+        namespace: str | None = None,
+        *,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        stop_event: threading.Event | None = None,
+    ) -> PodWatch:
+        """Watch pods: an iterator of ``(event type, pod)``: ADDED, MODIFIED, DELETED.
+
+        Bookmarks are asked for and consumed (they advance ``resource_version`` of the
+        returned :class:`PodWatch`, the value to resume from). The iterator ends when the
+        server ends the watch (``timeout_seconds``) or ``stop_event`` is set; it raises
+        :class:`GoneError` when ``resource_version`` is too old (relist, then watch again).
+        """
+        path = _pods_path(namespace)
+        query: dict[str, str | int] = {"watch": "true", "allowWatchBookmarks": "true"}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        if resource_version is not None:
+            query["resourceVersion"] = resource_version
+        if timeout_seconds is not None:
+            query["timeoutSeconds"] = timeout_seconds
+        read = (
+            None if timeout_seconds is None else timeout_seconds + _seconds(self._timeout.read_timeout, 30.0)
+        )
+        timeout = urllib3.Timeout(connect=self._timeout.connect_timeout, read=read)
+        resp = self._request("watch", "GET", path, query=query, stream=True, timeout=timeout)
+        return PodWatch(resp, path, resource_version, stop_event)
+
+    # -- nodes -----------------------------------------------------------------------
+
+    def create_node(self, node: Mapping[str, Any]) -> dict[str, Any]:
+        resp = self._request("create", "POST", "/api/v1/nodes", body=_json_encode(node), content_type=JSON)
+        return _decode_object(resp.data, "POST", "/api/v1/nodes", resp.status)
+
+    def get_node(self, name: str) -> dict[str, Any]:
+        path = _node_path(name)
+        resp = self._request("get", "GET", path)
+        return _decode_object(resp.data, "GET", path, resp.status)
+
+    def patch_node_status(self, name: str, patch: bytes) -> dict[str, Any]:
+        """Apply a strategic merge patch to ``nodes/status`` (heartbeats, conditions, capacity)."""
+        path = _node_path(name) + "/status"
+        resp = self._request("patch", "PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH)
+        return _decode_object(resp.data, "PATCH", path, resp.status)
+
+    def delete_node(self, name: str) -> None:
+        self._request("delete", "DELETE", _node_path(name))
+
+
+def with_resource_version(patch: bytes, resource_version: str) -> bytes:
+    """The patch with ``metadata.resourceVersion`` set (an optimistic-concurrency precondition)."""
+    try:
+        doc = _json_decode(patch)
+    except msgspec.DecodeError as exc:
+        raise InvalidObjectError(f"invalid patch: malformed JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InvalidObjectError("invalid patch: expected a JSON object")
+    meta = doc.get("metadata")
+    if meta is None:
+        doc["metadata"] = {"resourceVersion": resource_version}
+    elif isinstance(meta, dict):
+        meta["resourceVersion"] = resource_version
+    else:
+        raise InvalidObjectError("invalid patch: metadata must be an object", path="metadata")
+    return _json_encode(doc)
+
+
+def _log(verb: str, method: str, path: str, code: int, start: float, *, error: str | None = None) -> None:
+    duration_ms = (time.perf_counter() - start) * 1000.0
+    extra: dict[str, Any] = {
+        "verb": verb,
+        "method": method,
+        "path": path,
+        "code": code,
+        "duration_ms": duration_ms,
+    }
+    if error is None:
+        logger.debug("%s %s -> %d (%.1f ms)", method, path, code, duration_ms, extra=extra)
+    else:
+        extra["error"] = error
+        logger.debug("%s %s -> %s (%.1f ms)", method, path, error, duration_ms, extra=extra)
+
+
+class PodWatch(Iterator[tuple[str, Pod]]):
+    """The events of one watch request: ``(type, pod)`` with type ADDED, MODIFIED or DELETED.
+
+    ``resource_version`` is the last one seen (bookmarks included): pass it to the next
+    ``watch_pods`` to resume. Close it (or use it as a context manager) to end the watch
+    early; ``stop_event`` ends it from another thread, even while it waits for data.
+    """
+
+    def __init__(
+        self,
+        resp: urllib3.BaseHTTPResponse,
+        path: str,
+        resource_version: str | None,
+        stop_event: threading.Event | None,
+    ) -> None:
+        self.resource_version = resource_version
+        self._resp = resp
+        self._path = path
+        self._buffer = b""
+        self._closed = False
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._stop = stop_event
+        if stop_event is not None:
+            threading.Thread(
+                target=_stopper,
+                args=(resp, stop_event, self._done, self._lock),
+                name="podwatch-stop",
+                daemon=True,
+            ).start()
+
+    def __iter__(self) -> Self:
+        return self
+
+    def __next__(self) -> tuple[str, Pod]:
+        while True:
+            line = self._next_line()
+            if line is None:
+                self.close()
+                raise StopIteration
+            if not line.strip():
+                continue
+            try:
+                event = _json_decode(line)
+                kind = event["type"]
+                obj = event["object"]
+            except (msgspec.DecodeError, KeyError, TypeError) as exc:
+                self.close()
+                raise ApiError(f"watch {self._path}: malformed event: {line[:200]!r}", code=200) from exc
+            if kind == "ERROR":
+                self.close()
+                code = obj.get("code", 500) if isinstance(obj, dict) else 500
+                raise api_error_from_status(
+                    int(code), obj, default_message=f"watch {self._path}: error event"
+                )
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            if isinstance(meta, dict) and meta.get("resourceVersion"):
+                self.resource_version = str(meta["resourceVersion"])
+            if kind == "BOOKMARK":
+                continue
+            try:
+                return kind, Pod.from_dict(obj)
+            except InvalidObjectError as exc:
+                self.close()
+                raise ApiError(
+                    f"watch {self._path}: invalid pod in a {kind} event: {exc}",
+                    code=200,
+                    reason="InvalidResponse",
+                ) from exc
+
+    def _next_line(self) -> bytes | None:
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = self._buffer[:end]
+                self._buffer = self._buffer[end + 1 :]
+                return line
+            if self._closed or (self._stop is not None and self._stop.is_set()):
+                return None
+            try:
+                chunk = self._resp.read1(64 * 1024)
+            except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+                if self._closed or (self._stop is not None and self._stop.is_set()):
+                    return None
+                self.close()
+                raise _connection_error(exc, "GET", f"{self._path} (watch)") from exc
+            if not chunk:
+                if self._buffer:
+                    line, self._buffer = self._buffer, b""
+                    return line
+                return None
+            self._buffer += chunk
+
+    def close(self) -> None:
+        """End the watch and drop its connection (unread events cannot be left on a reused one)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._done.set()
+            try:
+                self._resp.close()
+                self._resp.release_conn()
+            except Exception:  # closing must not fail
+                logger.debug("closing a watch response failed", exc_info=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            self.close()
+
+
+def _stopper(
+    resp: urllib3.BaseHTTPResponse, stop_event: threading.Event, done: threading.Event, lock: threading.Lock
+) -> None:
+    """Wake a watch blocked on reading when the caller's ``stop_event`` is set."""
+    while not stop_event.wait(_POLL_STOP):
+        if done.is_set():
+            return
+    with lock:
+        if done.is_set():
+            return
+        try:
+            resp.shutdown()
+        except Exception:  # already released or closed
+            logger.debug("interrupting a watch failed", exc_info=True)

@@ -1,0 +1,827 @@
+"""The status manager: the node's source of truth for pod status, synced to the API server.
+
+With default options it behaves towards the API server exactly as the
+kubelet's ``pkg/kubelet/status`` manager does (SPEC section 4): one worker, a
+GET before every PATCH, a full resync every 10 seconds. The options of SPEC
+section 6 are opt-in (:class:`ManagerOptions`):
+
+* ``skip_get``: write from the last pod known to be on the server, with its
+  ``resourceVersion`` as a precondition; read again only on a conflict.
+* ``workers``: several sync workers; one pod is never synced by two at once,
+  and every sync sends the newest cached status, so changes are never reordered.
+* ``prioritize``: readiness and terminal transitions jump the queue.
+* ``backoff``: pods that keep failing wait longer; pods that are gone are not
+  asked for again until their status changes.
+
+``fast_path=True`` turns all four on.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Protocol
+
+from . import patch as patchlib
+from .conditions import (
+    CONTAINERS_READY,
+    POD_READY,
+    generate_containers_ready_condition,
+    generate_pod_ready_condition,
+    is_terminal_phase,
+)
+from .errors import ApiError, ConflictError, InvalidObjectError, NotFoundError
+from .podmanager import is_mirror_pod, is_static_pod
+from .statusutil import (
+    check_container_state_transition,
+    find_container_status,
+    get_condition,
+    is_pod_status_by_kubelet_equal,
+    merge_pod_status,
+    normalize_status,
+    now_seconds,
+    replace_or_append_condition,
+    terminated_status,
+    update_last_transition_times,
+    validate_status,
+    with_container_status,
+)
+from .types import ContainerID, Pod, PodStatus
+
+__all__ = ["Manager", "ManagerOptions", "SyncRecord", "new_manager"]
+
+log = logging.getLogger(__name__)
+
+
+class _KubeClient(Protocol):
+    def get_pod(self, namespace: str, name: str) -> Pod: ...
+
+    def patch_pod_status(self, namespace: str, name: str, patch: bytes) -> Pod: ...
+
+    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int, uid: str) -> None: ...
+
+
+class _PodManager(Protocol):
+    def get_pod_by_uid(self, uid: str) -> Pod | None: ...
+
+    def get_mirror_pod_by_pod(self, pod: Pod) -> Pod | None: ...
+
+    def translate_pod_uid(self, uid: str) -> str: ...
+
+    def get_uid_translations(self) -> tuple[dict[str, str], dict[str, str]]: ...
+
+
+class _DeletionSafety(Protocol):
+    def pod_resources_are_reclaimed(self, pod: Pod, status: PodStatus) -> bool: ...
+
+    def pod_could_have_running_containers(self, pod: Pod) -> bool: ...
+
+
+@dataclass(frozen=True)
+class SyncRecord:
+    """What one successful sync of one pod did; handed to ``on_sync`` observers."""
+
+    pod_uid: str
+    namespace: str
+    name: str
+    version: int
+    # time.monotonic() of the oldest change this sync carried to the server (None: nothing new).
+    changed_at: float | None
+    synced_at: float
+    patched: bool
+    deleted: bool
+    requests: int
+
+
+@dataclass(frozen=True)
+class ManagerOptions:
+    """Options of :func:`new_manager`. The defaults are the kubelet's behaviour."""
+
+    sync_period: float = 10.0
+    skip_get: bool = False
+    workers: int = 1
+    prioritize: bool = False
+    backoff: bool = False
+    backoff_base: float = 0.5
+    backoff_max: float = 60.0
+    # Called after every pod sync that reached the server (from the worker thread).
+    on_sync: Callable[[SyncRecord], None] | None = None
+    # "Now" for timestamps the manager sets; tests pin it.
+    clock: Callable[[], datetime] = now_seconds
+
+    @classmethod
+    def build(cls, *, fast_path: bool = False, **options: Any) -> ManagerOptions:
+        if fast_path:
+            options.setdefault("skip_get", True)
+            options.setdefault("workers", 4)
+            options.setdefault("prioritize", True)
+            options.setdefault("backoff", True)
+        unknown = set(options) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown manager options: {', '.join(sorted(unknown))}")
+        opts = cls(**options)
+        if opts.workers < 1:
+            raise ValueError("workers must be at least 1")
+        if opts.sync_period <= 0:
+            raise ValueError("sync_period must be positive")
+        return opts
+
+
+@dataclass
+class _Entry:
+    """A cached status: the kubelet's versionedPodStatus."""
+
+    version: int
+    namespace: str
+    name: str
+    status: PodStatus
+    # time.monotonic() of the oldest change not yet on the server; None when all is synced.
+    changed_at: float | None
+    pod_is_finished: bool = False
+    # A readiness or terminal transition is waiting to be synced (prioritize option).
+    urgent: bool = False
+
+
+@dataclass
+class _PodSyncState:
+    """Per-pod state of the sync side (only touched under the sync lock)."""
+
+    # Last pod object seen from the server (skip_get option).
+    server_pod: Pod | None = None
+    failures: int = 0
+    not_before: float = 0.0
+    # The version that found the pod gone (backoff option): not asked again until it changes.
+    gone_version: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _fields(pod_key: str, uid: str, version: int | None = None, **more: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {"pod": pod_key, "podUID": uid}
+    if version is not None:
+        fields["version"] = version
+    fields.update(more)
+    return fields
+
+
+def _log(level: int, message: str, **fields: Any) -> None:
+    if log.isEnabledFor(level):
+        text = " ".join(f"{k}={v}" for k, v in fields.items())
+        log.log(level, "%s %s", message, text, extra={"podstatus": fields})
+
+
+class Manager:
+    """The status manager of SPEC 2.3. Build it with :func:`new_manager`."""
+
+    def __init__(
+        self,
+        kube_client: _KubeClient | None,
+        pod_manager: _PodManager,
+        pod_deletion_safety: _DeletionSafety,
+        options: ManagerOptions,
+    ) -> None:
+        self._client = kube_client
+        self._pods = pod_manager
+        self._safety = pod_deletion_safety
+        self._opts = options
+        self._lock = threading.RLock()
+        self._statuses: dict[str, _Entry] = {}
+        # (mirror) pod UID -> last version known to be on the API server.
+        self._api_versions: dict[str, int] = {}
+        self._sync_state: dict[str, _PodSyncState] = {}
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._workers: list[threading.Thread] = []
+        # Worker queue (workers > 1): heap of (priority, seq, pod uid); a pod is queued or in flight once.
+        self._queue: list[tuple[int, int, str]] = []
+        self._queued: set[str] = set()
+        self._in_flight: set[str] = set()
+        self._queue_cond = threading.Condition(self._lock)
+        self._seq = itertools.count()
+        self._passes = 0
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def options(self) -> ManagerOptions:
+        return self._opts
+
+    def start(self) -> None:
+        """Start the background sync loop; returns at once."""
+        if self._client is None:
+            log.info("Kubernetes client is nil, not starting status manager: statuses are kept locally only")
+            return
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._loop, name="podstatus-sync", daemon=True)
+            if self._opts.workers > 1:
+                self._workers = [
+                    threading.Thread(target=self._worker, name=f"podstatus-worker-{i}", daemon=True)
+                    for i in range(self._opts.workers)
+                ]
+        log.info(
+            "Starting to sync pod status with apiserver workers=%d skipGet=%s prioritize=%s",
+            self._opts.workers,
+            self._opts.skip_get,
+            self._opts.prioritize,
+        )
+        for w in self._workers:
+            w.start()
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the loop and wait for it (at most ``timeout`` seconds); requests in flight are abandoned."""
+        self._stopping.set()
+        self._wake.set()
+        with self._queue_cond:
+            self._queue_cond.notify_all()
+        threads = [t for t in (self._thread, *self._workers) if t is not None]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for t in threads:
+            if t is threading.current_thread():
+                continue
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            t.join(remaining)
+        with self._lock:
+            self._thread = None
+            self._workers = []
+            self._queue.clear()
+            self._queued.clear()
+
+    def __enter__(self) -> Manager:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- reading -----------------------------------------------------------------------
+
+    def get_pod_status(self, uid: str) -> PodStatus | None:
+        uid = self._pods.translate_pod_uid(uid)
+        with self._lock:
+            entry = self._statuses.get(uid)
+            return entry.status if entry is not None else None
+
+    def get_status_version(self, uid: str) -> int:
+        """The cached version of a pod's status (0 when not cached)."""
+        uid = self._pods.translate_pod_uid(uid)
+        with self._lock:
+            entry = self._statuses.get(uid)
+            return entry.version if entry is not None else 0
+
+    def cached_uids(self) -> list[str]:
+        with self._lock:
+            return list(self._statuses)
+
+    def pending_count(self) -> int:
+        """Pods whose newest cached status is not known to be on the server."""
+        with self._lock:
+            return sum(1 for uid, e in self._statuses.items() if self._api_versions.get(uid, 0) < e.version)
+
+    # -- setters -----------------------------------------------------------------------
+
+    def set_pod_status(self, pod: Pod, status: PodStatus) -> None:
+        # A pod being deleted must get its final status out, even if it looks unchanged.
+        force = pod.metadata.deletion_timestamp is not None
+        with self._lock:
+            self._update_status(pod, status, force, pod_is_finished=False)
+
+    def set_container_readiness(self, pod_uid: str, container_id: str | ContainerID, ready: bool) -> None:
+        cid = str(container_id)
+        with self._lock:
+            pod = self._pods.get_pod_by_uid(pod_uid)
+            if pod is None:
+                _log(logging.DEBUG, "Pod has been deleted, no need to update readiness", podUID=pod_uid)
+                return
+            entry = self._statuses.get(pod.uid)
+            if entry is None:
+                _log(logging.WARNING, "Container readiness changed before pod has synced", **_fields(pod.key(), pod.uid, containerID=cid))
+                return
+            where = find_container_status(entry.status, cid)
+            if where is None:
+                _log(logging.WARNING, "Container readiness changed for unknown container", **_fields(pod.key(), pod.uid, containerID=cid))
+                return
+            cs = getattr(entry.status, where[0])[where[1]]
+            if cs.ready == ready:
+                _log(logging.DEBUG, "Container readiness unchanged", **_fields(pod.key(), pod.uid, containerID=cid, ready=ready))
+                return
+            status = with_container_status(entry.status, where, cs.replace(ready=ready))
+            every = (*(status.init_container_statuses or ()), *(status.container_statuses or ()))
+            phase = status.phase or ""
+            conditions = status.conditions or ()
+            ready_condition = generate_pod_ready_condition(pod.spec, conditions, list(every), phase)
+            conditions = _update_condition(conditions, ready_condition)
+            containers_ready = generate_containers_ready_condition(pod.spec, list(every), phase)
+            conditions = _update_condition(conditions, containers_ready)
+            self._update_status(pod, status.replace(conditions=conditions), False, pod_is_finished=False)
+
+    def set_container_startup(self, pod_uid: str, container_id: str | ContainerID, started: bool) -> None:
+        cid = str(container_id)
+        with self._lock:
+            pod = self._pods.get_pod_by_uid(pod_uid)
+            if pod is None:
+                _log(logging.DEBUG, "Pod has been deleted, no need to update startup", podUID=pod_uid)
+                return
+            entry = self._statuses.get(pod.uid)
+            if entry is None:
+                _log(logging.WARNING, "Container startup changed before pod has synced", **_fields(pod.key(), pod.uid, containerID=cid))
+                return
+            where = find_container_status(entry.status, cid)
+            if where is None:
+                _log(logging.WARNING, "Container startup changed for unknown container", **_fields(pod.key(), pod.uid, containerID=cid))
+                return
+            cs = getattr(entry.status, where[0])[where[1]]
+            if cs.started is not None and cs.started == started:
+                _log(logging.DEBUG, "Container startup unchanged", **_fields(pod.key(), pod.uid, containerID=cid))
+                return
+            status = with_container_status(entry.status, where, cs.replace(started=started))
+            self._update_status(pod, status, False, pod_is_finished=False)
+
+    def terminate_pod(self, pod: Pod) -> None:
+        with self._lock:
+            entry = self._statuses.get(pod.uid)
+            base = entry.status if entry is not None else pod.status
+            if not is_static_pod(pod) and entry is not None and base.phase == "Running":
+                _log(logging.INFO, "Terminal running pod should have already been marked as failed", **_fields(pod.key(), pod.uid))
+            status = terminated_status(pod, base, is_static=is_static_pod(pod))
+            self._update_status(pod, status, True, pod_is_finished=True)
+
+    def remove_orphaned_statuses(self, pod_uids: Collection[str] | Iterable[str]) -> None:
+        keep = pod_uids if isinstance(pod_uids, set | frozenset | dict) else set(pod_uids)
+        with self._lock:
+            for uid in [u for u in self._statuses if u not in keep]:
+                entry = self._statuses.pop(uid)
+                self._sync_state.pop(uid, None)
+                _log(logging.DEBUG, "Removing pod from status map", **_fields(f"{entry.namespace}/{entry.name}", uid, entry.version))
+
+    # -- accepting a status (SPEC 4.2) -------------------------------------------------
+
+    def _update_status(self, pod: Pod, status: PodStatus, force: bool, *, pod_is_finished: bool) -> bool:
+        uid = pod.uid
+        key = pod.key()
+        entry = self._statuses.get(uid)
+        if entry is not None and not force and status is entry.status:
+            return False  # the very object we hold: nothing can differ
+        validate_status(status)
+        if entry is not None:
+            old = entry.status
+        else:
+            mirror = self._pods.get_mirror_pod_by_pod(pod) if is_static_pod(pod) else None
+            old = mirror.status if mirror is not None else pod.status
+        status = normalize_status(pod.spec, status)
+
+        problem = check_container_state_transition(old, status, pod.spec)
+        if problem is not None:
+            _log(logging.ERROR, "Status update on pod aborted: " + problem, **_fields(key, uid))
+            return False
+
+        if is_terminal_phase(old.phase) and not is_terminal_phase(status.phase):
+            _log(
+                logging.ERROR,
+                "Refusing to move pod out of a terminal phase",
+                **_fields(key, uid, oldPhase=old.phase, newPhase=status.phase),
+            )
+            status = status.replace(phase=old.phase, reason=old.reason, message=old.message)
+
+        now = self._opts.clock()
+        status = update_last_transition_times(old, status, now)
+        if old.start_time is not None:
+            start = old.start_time
+        elif status.start_time is not None:
+            start = status.start_time
+        else:
+            start = now
+        if start != status.start_time:
+            status = status.replace(start_time=start)
+        # The old start time and "now" are normal already; a new one was normalised above.
+
+        if entry is not None and not force and is_pod_status_by_kubelet_equal(entry.status, status):
+            _log(logging.DEBUG, "Ignoring same status for pod", **_fields(key, uid, entry.version))
+            return False
+
+        version = entry.version + 1 if entry is not None else 1
+        changed_at = entry.changed_at if entry is not None and entry.changed_at is not None else time.monotonic()
+        urgent = (entry.urgent if entry is not None else False) or _is_urgent(old, status)
+        self._statuses[uid] = _Entry(
+            version=version,
+            namespace=pod.namespace,
+            name=pod.name,
+            status=status,
+            changed_at=changed_at,
+            pod_is_finished=pod_is_finished or (entry.pod_is_finished if entry is not None else False),
+            urgent=urgent,
+        )
+        _log(logging.DEBUG, "Pod status accepted", **_fields(key, uid, version, phase=status.phase))
+        self._notify(uid)
+        return True
+
+    def _notify(self, uid: str) -> None:
+        # Never blocks; one pending wake-up is enough.
+        self._wake.set()
+
+    # -- the sync loop (SPEC 4.4) ------------------------------------------------------
+
+    def _loop(self) -> None:
+        period = self._opts.sync_period
+        next_full = time.monotonic() + period
+        while not self._stopping.is_set():
+            timeout = max(0.0, next_full - time.monotonic())
+            if self._opts.backoff:
+                timeout = min(timeout, self._next_backoff_wait())
+            woken = self._wake.wait(timeout)
+            if self._stopping.is_set():
+                return
+            self._wake.clear()
+            full = time.monotonic() >= next_full
+            try:
+                if full:
+                    next_full = time.monotonic() + period
+                self._run_pass(all=full, wait=False)
+            except Exception:
+                log.exception("Status sync pass failed; the loop goes on")
+            if not woken and not full:
+                continue
+
+    def _next_backoff_wait(self) -> float:
+        with self._lock:
+            now = time.monotonic()
+            waits = [
+                s.not_before - now
+                for uid, s in self._sync_state.items()
+                if s.not_before > now and uid in self._statuses
+            ]
+        return max(0.01, min(waits)) if waits else 3600.0
+
+    def sync_batch(self, all: bool = False) -> int:
+        """One synchronous sync pass; returns how many pods it tried to sync."""
+        return self._run_pass(all=all, wait=True)
+
+    def _run_pass(self, *, all: bool, wait: bool) -> int:
+        if self._client is None:
+            return 0
+        chosen = self._choose(all)
+        self._passes += 1
+        if self._opts.workers == 1 or not self._workers:
+            for uid, status_uid, reconcile in chosen:
+                if self._stopping.is_set() and not wait:
+                    break
+                self._sync_guarded(uid, status_uid, reconcile)
+            return len(chosen)
+        pending: list[str] = []
+        with self._queue_cond:
+            for uid, status_uid, reconcile in chosen:
+                state = self._sync_state.setdefault(uid, _PodSyncState())
+                state.extra["status_uid"] = status_uid
+                state.extra["reconcile"] = reconcile or state.extra.get("reconcile", False)
+                if uid in self._queued:
+                    continue
+                if uid in self._in_flight:
+                    # The worker re-queues it when it finishes if something newer came in.
+                    state.extra["again"] = True
+                    continue
+                entry = self._statuses.get(uid)
+                priority = 0 if (self._opts.prioritize and entry is not None and entry.urgent) else 1
+                heapq.heappush(self._queue, (priority, next(self._seq), uid))
+                self._queued.add(uid)
+                pending.append(uid)
+            self._queue_cond.notify_all()
+            if wait:
+                while not self._stopping.is_set() and any(
+                    u in self._queued or u in self._in_flight for u in pending
+                ):
+                    self._queue_cond.wait(0.05)
+        return len(chosen)
+
+    def _worker(self) -> None:
+        while True:
+            with self._queue_cond:
+                while not self._queue and not self._stopping.is_set():
+                    self._queue_cond.wait()
+                if self._stopping.is_set():
+                    return
+                _, _, uid = heapq.heappop(self._queue)
+                self._queued.discard(uid)
+                self._in_flight.add(uid)
+                state = self._sync_state.setdefault(uid, _PodSyncState())
+                status_uid = state.extra.get("status_uid", uid)
+                reconcile = state.extra.pop("reconcile", False)
+                state.extra.pop("again", None)
+            try:
+                self._sync_guarded(uid, status_uid, reconcile)
+            finally:
+                with self._queue_cond:
+                    self._in_flight.discard(uid)
+                    entry = self._statuses.get(uid)
+                    again = state.extra.pop("again", False)
+                    newer = entry is not None and self._api_versions.get(status_uid, 0) < entry.version
+                    self._queue_cond.notify_all()
+                if again or newer:
+                    self._wake.set()
+
+    def _choose(self, all: bool) -> list[tuple[str, str, bool]]:
+        """SPEC 4.4 steps 1-3: which pods to sync, as (pod uid, status uid, reconcile)."""
+        pod_to_mirror, mirror_to_pod = self._pods.get_uid_translations()
+        chosen: list[tuple[str, str, bool]] = []
+        now = time.monotonic()
+        with self._lock:
+            if all:
+                for uid in [u for u in self._api_versions if u not in self._statuses and u not in mirror_to_pod]:
+                    del self._api_versions[uid]
+            for uid, entry in self._statuses.items():
+                status_uid = uid
+                mirror_uid = pod_to_mirror.get(uid)
+                if mirror_uid is not None:
+                    if mirror_uid == "":
+                        _log(logging.DEBUG, "Static pod does not have a corresponding mirror pod; skipping", **_fields(f"{entry.namespace}/{entry.name}", uid))
+                        continue
+                    status_uid = mirror_uid
+                if self._opts.backoff:
+                    state = self._sync_state.get(uid)
+                    if state is not None:
+                        if state.gone_version is not None and state.gone_version >= entry.version:
+                            continue  # gone from the server, nothing new to say
+                        if state.not_before > now and not all:
+                            continue
+                if not all:
+                    if self._api_versions.get(status_uid, 0) >= entry.version:
+                        continue
+                    chosen.append((uid, status_uid, False))
+                    continue
+                if self._needs_update(status_uid, entry):
+                    chosen.append((uid, status_uid, False))
+                elif self._needs_reconcile(uid, entry.status):
+                    self._api_versions.pop(status_uid, None)
+                    chosen.append((uid, status_uid, True))
+            if self._opts.prioritize:
+                chosen.sort(key=lambda c: 0 if self._statuses[c[0]].urgent else 1)
+        return chosen
+
+    def _needs_update(self, status_uid: str, entry: _Entry) -> bool:
+        latest = self._api_versions.get(status_uid)
+        if latest is None or latest < entry.version:
+            return True
+        pod = self._pods.get_pod_by_uid(status_uid)
+        if pod is None:
+            return False
+        return self._can_be_deleted(pod, entry.status)
+
+    def _needs_reconcile(self, uid: str, status: PodStatus) -> bool:
+        pod = self._pods.get_pod_by_uid(uid)
+        if pod is None:
+            return False
+        if is_static_pod(pod):
+            mirror = self._pods.get_mirror_pod_by_pod(pod)
+            if mirror is None:
+                return False
+            pod = mirror
+        try:
+            api_status = normalize_status(pod.spec, pod.status)
+        except Exception:
+            return True
+        if is_pod_status_by_kubelet_equal(api_status, status):
+            return False
+        _log(logging.DEBUG, "Pod status is inconsistent with cached status, a reconciliation should be triggered", **_fields(pod.key(), uid))
+        return True
+
+    def _can_be_deleted(self, pod: Pod, status: PodStatus) -> bool:
+        """SPEC 4.6."""
+        if pod.metadata.deletion_timestamp is None or is_mirror_pod(pod):
+            return False
+        if not is_terminal_phase(pod.status.phase):
+            _log(logging.DEBUG, "Delaying pod deletion as the phase is non-terminal", **_fields(pod.key(), pod.uid, phase=pod.status.phase, localPhase=status.phase))
+            return False
+        return bool(self._safety.pod_resources_are_reclaimed(pod, status))
+
+    # -- syncing one pod (SPEC 4.5) -----------------------------------------------------
+
+    def _sync_guarded(self, uid: str, status_uid: str, reconcile: bool) -> None:
+        try:
+            ok = self._sync_pod(uid, status_uid, reconcile)
+        except Exception:
+            log.exception("Unexpected error syncing pod status podUID=%s", uid)
+            ok = False
+        if self._opts.backoff:
+            with self._lock:
+                state = self._sync_state.get(uid)
+                if state is None:
+                    if uid not in self._statuses:
+                        return
+                    state = self._sync_state[uid] = _PodSyncState()
+                if ok:
+                    state.failures = 0
+                    state.not_before = 0.0
+                else:
+                    state.failures += 1
+                    delay = min(self._opts.backoff_max, self._opts.backoff_base * (2 ** (state.failures - 1)))
+                    state.not_before = time.monotonic() + delay
+
+    def _sync_pod(self, uid: str, status_uid: str, reconcile: bool) -> bool:
+        """Sync one pod; True when the server is known to hold the cached version (or nothing is owed)."""
+        client = self._client
+        assert client is not None
+        with self._lock:
+            entry = self._statuses.get(uid)
+            if entry is None:
+                return True  # dropped meanwhile
+            entry = replace(entry)  # a snapshot: setters may move on while we talk to the server
+            state = self._sync_state.get(uid)
+            cached_pod = state.server_pod if (state is not None and self._opts.skip_get) else None
+        key = f"{entry.namespace}/{entry.name}"
+        requests = 0
+
+        use_cached = cached_pod is not None and not reconcile and self._pod_manager_agrees(uid, cached_pod)
+        for attempt in range(2):
+            if use_cached and attempt == 0:
+                assert cached_pod is not None
+                pod = cached_pod
+            else:
+                try:
+                    requests += 1
+                    pod = client.get_pod(entry.namespace, entry.name)
+                except NotFoundError:
+                    _log(logging.INFO, "Pod does not exist on the server", **_fields(key, uid, entry.version))
+                    self._forget_server_pod(uid, gone_version=entry.version)
+                    return self._opts.backoff  # with backoff, "gone" is a settled state
+                except ApiError as err:
+                    _log(logging.WARNING, "Failed to get status for pod", **_fields(key, uid, entry.version, error=err))
+                    return False
+                except InvalidObjectError as err:
+                    _log(logging.ERROR, "Server returned an invalid pod", **_fields(key, uid, entry.version, error=err))
+                    return False
+
+            translated = self._pods.translate_pod_uid(pod.uid)
+            if translated and translated != uid:
+                _log(logging.INFO, "Pod was deleted and then recreated, skipping status update", **_fields(key, uid, entry.version, newPodUID=pod.uid))
+                self._delete_status(uid)
+                return True
+
+            merged = merge_pod_status(
+                pod.status,
+                entry.status,
+                bool(self._safety.pod_could_have_running_containers(pod)),
+                self._opts.clock(),
+            )
+            patch = patchlib.diff_pod_status(pod.status.to_dict(), merged.to_dict(), pod.uid)
+            patched = False
+            if patchlib.has_changes(patch):
+                try:
+                    requests += 1
+                    if self._opts.skip_get:
+                        new_pod = client.patch_pod_status(  # type: ignore[call-arg]
+                            pod.namespace,
+                            pod.name,
+                            patchlib.encode_patch(patch),
+                            resource_version=pod.metadata.resource_version,
+                        )
+                    else:
+                        new_pod = client.patch_pod_status(pod.namespace, pod.name, patchlib.encode_patch(patch))
+                except ConflictError as err:
+                    self._forget_server_pod(uid)
+                    if use_cached and attempt == 0:
+                        _log(logging.DEBUG, "Stale pod, reading it again", **_fields(key, uid, entry.version, error=err))
+                        continue
+                    _log(logging.WARNING, "Failed to update status for pod", **_fields(key, uid, entry.version, error=err))
+                    return False
+                except NotFoundError:
+                    _log(logging.INFO, "Pod does not exist on the server", **_fields(key, uid, entry.version))
+                    self._forget_server_pod(uid, gone_version=entry.version)
+                    return self._opts.backoff
+                except (ApiError, InvalidObjectError) as err:
+                    self._forget_server_pod(uid)
+                    _log(logging.WARNING, "Failed to update status for pod", **_fields(key, uid, entry.version, error=err))
+                    return False
+                _log(logging.INFO, "Status for pod updated successfully", **_fields(key, uid, entry.version, phase=merged.phase))
+                pod = new_pod
+                patched = True
+            else:
+                _log(logging.DEBUG, "Status for pod is up-to-date", **_fields(key, uid, entry.version))
+            break
+        else:  # pragma: no cover - the loop always breaks or returns
+            return False
+
+        synced_at = time.monotonic()
+        with self._lock:
+            self._api_versions[status_uid] = max(self._api_versions.get(status_uid, 0), entry.version)
+            current = self._statuses.get(uid)
+            if current is not None and current.version == entry.version:
+                current.changed_at = None
+                current.urgent = False
+            if self._opts.skip_get and current is not None:
+                self._sync_state.setdefault(uid, _PodSyncState()).server_pod = pod
+            state = self._sync_state.get(uid)
+            if state is not None:
+                state.gone_version = None
+
+        deleted = False
+        if self._can_be_deleted(pod, entry.status):
+            try:
+                requests += 1
+                client.delete_pod(pod.namespace, pod.name, grace_period_seconds=0, uid=pod.uid)
+                deleted = True
+            except NotFoundError:
+                deleted = True
+            except ApiError as err:
+                _log(logging.WARNING, "Failed to delete status for pod", **_fields(key, uid, entry.version, error=err))
+            if deleted:
+                _log(logging.INFO, "Pod fully terminated and removed from etcd", **_fields(key, uid, entry.version))
+                self._delete_status(uid)
+        if self._opts.on_sync is not None:
+            try:
+                self._opts.on_sync(
+                    SyncRecord(
+                        pod_uid=uid,
+                        namespace=entry.namespace,
+                        name=entry.name,
+                        version=entry.version,
+                        changed_at=entry.changed_at,
+                        synced_at=synced_at,
+                        patched=patched,
+                        deleted=deleted,
+                        requests=requests,
+                    )
+                )
+            except Exception:
+                log.exception("on_sync observer failed")
+        return True
+
+    def _pod_manager_agrees(self, uid: str, cached_pod: Pod) -> bool:
+        """Whether the pod object we wrote last is still the newest we know of.
+
+        The node agent feeds the pod manager from a watch; a newer
+        resourceVersion there (a deletion, another writer) means our copy is
+        stale, and a GET is cheaper than a conflict.
+        """
+        pod = self._pods.get_pod_by_uid(uid)
+        if pod is not None and is_static_pod(pod):
+            pod = self._pods.get_mirror_pod_by_pod(pod)
+        if pod is None:
+            return True
+        mine, theirs = cached_pod.metadata.resource_version, pod.metadata.resource_version
+        if not theirs or theirs == mine:
+            return True
+        try:
+            return int(theirs) <= int(mine or "0")
+        except ValueError:
+            return False
+
+    def _forget_server_pod(self, uid: str, gone_version: int | None = None) -> None:
+        with self._lock:
+            state = self._sync_state.get(uid)
+            if state is None:
+                if gone_version is None or not self._opts.backoff or uid not in self._statuses:
+                    return
+                state = self._sync_state[uid] = _PodSyncState()
+            state.server_pod = None
+            if gone_version is not None and self._opts.backoff:
+                state.gone_version = gone_version
+
+    def _delete_status(self, uid: str) -> None:
+        with self._lock:
+            self._statuses.pop(uid, None)
+            self._sync_state.pop(uid, None)
+
+
+def _update_condition(conditions: tuple[Any, ...] | Any, condition: Any) -> tuple[Any, ...]:
+    if get_condition(conditions, condition.type) is None:
+        log.debug("PodStatus missing condition type %s", condition.type)
+    return replace_or_append_condition(tuple(conditions), condition)
+
+
+def _ready_status(status: PodStatus) -> str | None:
+    c = get_condition(status.conditions, POD_READY)
+    return c.status if c is not None else None
+
+
+def _is_urgent(old: PodStatus, new: PodStatus) -> bool:
+    """A transition users wait on: readiness flipped, or the pod finished."""
+    if _ready_status(old) != _ready_status(new):
+        return True
+    old_cr = get_condition(old.conditions, CONTAINERS_READY)
+    new_cr = get_condition(new.conditions, CONTAINERS_READY)
+    if (old_cr.status if old_cr else None) != (new_cr.status if new_cr else None):
+        return True
+    return is_terminal_phase(new.phase) and not is_terminal_phase(old.phase)
+
+
+def new_manager(
+    kube_client: Any,
+    pod_manager: Any,
+    pod_deletion_safety: Any,
+    **options: Any,
+) -> Manager:
+    """Build a status manager (SPEC 2.3).
+
+    With no options it behaves towards the API server exactly as the kubelet.
+    ``fast_path=True`` enables every option of SPEC section 6; see
+    :class:`ManagerOptions` for each one.
+    """
+    return Manager(kube_client, pod_manager, pod_deletion_safety, ManagerOptions.build(**options))

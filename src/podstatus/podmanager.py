@@ -1,0 +1,233 @@
+"""The pods a node runs, as the status manager sees them (SPEC 2.4).
+
+:class:`PodManager` is the narrow protocol the status manager is given;
+:class:`BasicPodManager` is a thread-safe in-memory implementation that mirrors
+the kubelet's ``pkg/kubelet/pod/pod_manager.go``.
+
+Static pods come from files or URLs on the node; the API server only knows
+their *mirror* pods, which have the same namespace and name but another UID.
+The node keeps a static pod's status under the static pod's UID and writes it
+to the mirror pod, so the manager needs the UID translations kept here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
+
+from .types import Pod
+
+__all__ = [
+    "API_SOURCE",
+    "CONFIG_MIRROR_ANNOTATION_KEY",
+    "CONFIG_SOURCE_ANNOTATION_KEY",
+    "BasicPodManager",
+    "PodManager",
+    "is_mirror_pod",
+    "is_static_pod",
+    "pod_full_name",
+]
+
+log = logging.getLogger(__name__)
+
+CONFIG_SOURCE_ANNOTATION_KEY = "kubernetes.io/config.source"
+CONFIG_MIRROR_ANNOTATION_KEY = "kubernetes.io/config.mirror"
+# The source of pods that came from the API server (not static).
+API_SOURCE = "api"
+
+
+def is_mirror_pod(pod: Pod) -> bool:
+    """True for the API server's copy of a static pod."""
+    annotations = pod.metadata.annotations
+    return annotations is not None and CONFIG_MIRROR_ANNOTATION_KEY in annotations
+
+
+def is_static_pod(pod: Pod) -> bool:
+    """True for a pod that came from the node (file or URL), not from the API server.
+
+    As in the kubelet, a mirror pod also passes (it carries its static pod's
+    source annotation); check :func:`is_mirror_pod` first where it matters.
+    """
+    annotations = pod.metadata.annotations
+    if annotations is None:
+        return False
+    source = annotations.get(CONFIG_SOURCE_ANNOTATION_KEY)
+    return source is not None and source != API_SOURCE
+
+
+def pod_full_name(pod: Pod) -> tuple[str, str]:
+    """``(namespace, name)``: what a static pod and its mirror pod share."""
+    return (pod.namespace, pod.name)
+
+
+@runtime_checkable
+class PodManager(Protocol):
+    """What the status manager needs to know about the node's pods."""
+
+    def get_pod_by_uid(self, uid: str) -> Pod | None:
+        """The (non-mirror) pod with that UID."""
+        ...
+
+    def get_mirror_pod_by_pod(self, pod: Pod) -> Pod | None:
+        """The mirror pod of a static pod."""
+        ...
+
+    def translate_pod_uid(self, uid: str) -> str:
+        """A mirror pod's UID becomes its static pod's UID; any other UID is returned unchanged."""
+        ...
+
+    def get_uid_translations(self) -> tuple[dict[str, str], dict[str, str]]:
+        """``(pod_to_mirror, mirror_to_pod)``.
+
+        Every static pod UID maps to its mirror pod's UID, or to ``""`` when it
+        has no mirror pod yet; every known mirror UID maps to its static pod's UID.
+        """
+        ...
+
+
+class BasicPodManager:
+    """A thread-safe in-memory :class:`PodManager` with the kubelet's pod manager methods.
+
+    Mirror pods (annotation ``kubernetes.io/config.mirror``) are added like any
+    pod; they are kept apart from the others and matched to static pods by
+    namespace and name, whichever of the two arrives first.
+    """
+
+    def __init__(self, pods: Iterable[Pod] = ()) -> None:
+        self._lock = threading.Lock()
+        # Non-mirror pods, by UID and by (namespace, name).
+        self._pods: dict[str, Pod] = {}
+        self._pod_by_name: dict[tuple[str, str], Pod] = {}
+        # Mirror pods, likewise.
+        self._mirrors: dict[str, Pod] = {}
+        self._mirror_by_name: dict[tuple[str, str], Pod] = {}
+        # Mirror pod UID -> static pod UID, for static pods that have a mirror pod.
+        self._translation: dict[str, str] = {}
+        if pods:
+            self.set_pods(pods)
+
+    # --- changes ----------------------------------------------------------------
+
+    def set_pods(self, pods: Iterable[Pod]) -> None:
+        """Replace every pod (mirror pods included) with these."""
+        with self._lock:
+            self._pods.clear()
+            self._pod_by_name.clear()
+            self._mirrors.clear()
+            self._mirror_by_name.clear()
+            self._translation.clear()
+            for pod in pods:
+                self._add(pod)
+
+    def add_pod(self, pod: Pod) -> None:
+        """Add a pod, or replace the one with its UID."""
+        with self._lock:
+            self._add(pod)
+
+    def update_pod(self, pod: Pod) -> None:
+        """Same as :meth:`add_pod` (the kubelet does not tell them apart either)."""
+        with self._lock:
+            self._add(pod)
+
+    def remove_pod(self, pod: Pod) -> None:
+        """Forget a pod (by its UID); its mirror or static counterpart stays."""
+        with self._lock:
+            uid = pod.uid
+            full_name = pod_full_name(pod)
+            if is_mirror_pod(pod):
+                old = self._mirrors.pop(uid, None)
+                self._translation.pop(uid, None)
+                by_name = self._mirror_by_name.get(full_name)
+                if by_name is not None and by_name.uid == uid:
+                    del self._mirror_by_name[full_name]
+                if old is None:
+                    log.debug("removing unknown mirror pod %s (uid %s)", pod.key(), uid)
+            else:
+                old = self._pods.pop(uid, None)
+                by_name = self._pod_by_name.get(full_name)
+                if by_name is not None and by_name.uid == uid:
+                    del self._pod_by_name[full_name]
+                # Never translate a mirror UID to a pod that is gone.
+                for mirror_uid in [m for m, p in self._translation.items() if p == uid]:
+                    del self._translation[mirror_uid]
+                if old is None:
+                    log.debug("removing unknown pod %s (uid %s)", pod.key(), uid)
+
+    def _add(self, pod: Pod) -> None:
+        uid = pod.uid
+        full_name = pod_full_name(pod)
+        if is_mirror_pod(pod):
+            previous = self._mirror_by_name.get(full_name)
+            if previous is not None and previous.uid != uid:
+                # A recreated mirror pod supersedes the old one: one mirror per static pod.
+                self._translation.pop(previous.uid, None)
+            self._mirrors[uid] = pod
+            self._mirror_by_name[full_name] = pod
+            static = self._pod_by_name.get(full_name)
+            if static is not None and is_static_pod(static):
+                self._translation[uid] = static.uid
+            else:
+                self._translation.pop(uid, None)
+        else:
+            self._pods[uid] = pod
+            self._pod_by_name[full_name] = pod
+            mirror = self._mirror_by_name.get(full_name)
+            if mirror is not None:
+                if is_static_pod(pod):
+                    self._translation[mirror.uid] = uid
+                elif self._translation.get(mirror.uid) == uid:
+                    del self._translation[mirror.uid]
+
+    # --- queries ----------------------------------------------------------------
+
+    def get_pods(self) -> list[Pod]:
+        """Every pod except mirror pods."""
+        with self._lock:
+            return list(self._pods.values())
+
+    def get_mirror_pods(self) -> list[Pod]:
+        """Every mirror pod."""
+        with self._lock:
+            return list(self._mirrors.values())
+
+    def get_pod_by_uid(self, uid: str) -> Pod | None:
+        """The non-mirror pod with that UID."""
+        with self._lock:
+            return self._pods.get(uid)
+
+    def get_pod_by_name(self, namespace: str, name: str) -> Pod | None:
+        """The non-mirror pod with that namespace and name."""
+        with self._lock:
+            return self._pod_by_name.get((namespace, name))
+
+    def get_mirror_pod_by_pod(self, pod: Pod) -> Pod | None:
+        """The mirror pod with the pod's namespace and name."""
+        with self._lock:
+            return self._mirror_by_name.get(pod_full_name(pod))
+
+    def get_pod_by_mirror_pod(self, mirror: Pod) -> Pod | None:
+        """The (static) pod with the mirror pod's namespace and name."""
+        with self._lock:
+            return self._pod_by_name.get(pod_full_name(mirror))
+
+    def translate_pod_uid(self, uid: str) -> str:
+        """A mirror pod's UID becomes its static pod's UID; any other UID is returned unchanged."""
+        with self._lock:
+            return self._translation.get(uid, uid)
+
+    def get_uid_translations(self) -> tuple[dict[str, str], dict[str, str]]:
+        """``(pod_to_mirror, mirror_to_pod)``; a static pod without a mirror pod maps to ``""``.
+
+        Fresh dicts: the caller may change them.
+        """
+        with self._lock:
+            # "" tells the caller that the static pod has no mirror pod yet, which is
+            # different from "not a static pod" (absent).
+            pod_to_mirror = {uid: "" for uid, pod in self._pods.items() if is_static_pod(pod)}
+            mirror_to_pod: dict[str, str] = {}
+            for mirror_uid, pod_uid in self._translation.items():
+                mirror_to_pod[mirror_uid] = pod_uid
+                pod_to_mirror[pod_uid] = mirror_uid
+            return pod_to_mirror, mirror_to_pod

@@ -1,0 +1,566 @@
+"""Pure helpers of the status manager: validation, normalisation, comparison, merge.
+
+Nothing here does I/O or holds state, so every rule of SPEC section 4 that is
+about *data* can be tested without a manager or a server. All functions take
+and return immutable values; a function that changes nothing returns its
+input, so the common case (an already normal status) allocates nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from .conditions import (
+    CONTAINERS_READY,
+    DISRUPTION_TARGET,
+    POD_COMPLETED,
+    POD_FAILED,
+    POD_INITIALIZED,
+    POD_READY,
+    POD_READY_TO_START_CONTAINERS,
+    POD_SCHEDULED,
+    is_kubelet_owned,
+    is_kubelet_shared,
+    is_restartable_init_container,
+    is_terminal_phase,
+)
+from .errors import InvalidObjectError
+from .types import (
+    Container,
+    ContainerState,
+    ContainerStateTerminated,
+    ContainerStatus,
+    HostIP,
+    Pod,
+    PodCondition,
+    PodIP,
+    PodSpec,
+    PodStatus,
+)
+
+# The kubelet's kubecontainer.MaxPodTerminationMessageLogLength.
+MAX_POD_TERMINATION_MESSAGE_LOG_LENGTH = 1024 * 12
+
+# Conditions whose lastTransitionTime the manager owns (SPEC 4.2 step 4).
+TRANSITION_TIME_CONDITIONS = (
+    CONTAINERS_READY,
+    POD_READY,
+    POD_INITIALIZED,
+    POD_READY_TO_START_CONTAINERS,
+    POD_SCHEDULED,
+    DISRUPTION_TARGET,
+)
+
+VALID_CONDITION_STATUSES = frozenset({"True", "False", "Unknown"})
+
+CONTAINER_STATUS_UNKNOWN = "ContainerStatusUnknown"
+CONTAINER_NOT_LOCATED_MESSAGE = "The container could not be located when the pod was terminated"
+
+
+def now_seconds() -> datetime:
+    """Now, in UTC, cut to whole seconds (what the API server keeps)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+# --- validation -------------------------------------------------------------------
+
+
+def _bad(path: str, message: str) -> InvalidObjectError:
+    return InvalidObjectError(f"invalid PodStatus at {path}: {message}", path=path)
+
+
+def _check_opt(value: Any, kinds: type | tuple[type, ...], path: str) -> None:
+    if value is not None and not isinstance(value, kinds):
+        raise _bad(path, f"expected {_kind_name(kinds)}, got {type(value).__name__}")
+
+
+def _kind_name(kinds: type | tuple[type, ...]) -> str:
+    if isinstance(kinds, tuple):
+        return " or ".join(k.__name__ for k in kinds)
+    return kinds.__name__
+
+
+def _check_time(value: Any, path: str) -> None:
+    if value is not None and not isinstance(value, datetime):
+        raise _bad(path, f"expected a datetime, got {type(value).__name__}")
+
+
+def _check_state(state: Any, path: str) -> None:
+    if state is None:
+        return
+    if not isinstance(state, ContainerState):
+        raise _bad(path, f"expected ContainerState, got {type(state).__name__}")
+    if state.running is not None:
+        _check_time(state.running.started_at, f"{path}.running.startedAt")
+    term = state.terminated
+    if term is not None:
+        if not isinstance(term, ContainerStateTerminated):
+            raise _bad(f"{path}.terminated", "expected ContainerStateTerminated")
+        if type(term.exit_code) is not int:
+            raise _bad(f"{path}.terminated.exitCode", f"expected int, got {type(term.exit_code).__name__}")
+        _check_opt(term.message, str, f"{path}.terminated.message")
+        _check_opt(term.reason, str, f"{path}.terminated.reason")
+        _check_time(term.started_at, f"{path}.terminated.startedAt")
+        _check_time(term.finished_at, f"{path}.terminated.finishedAt")
+
+
+def _check_container_statuses(statuses: Any, field: str) -> None:
+    if statuses is None:
+        return
+    if not isinstance(statuses, tuple | list):
+        raise _bad(field, f"expected a list, got {type(statuses).__name__}")
+    names: set[str] = set()
+    for i, cs in enumerate(statuses):
+        path = f"{field}[{i}]"
+        if not isinstance(cs, ContainerStatus):
+            raise _bad(path, f"expected ContainerStatus, got {type(cs).__name__}")
+        if not isinstance(cs.name, str) or not cs.name:
+            raise _bad(f"{path}.name", "Required value: a container status needs a name")
+        if cs.name in names:
+            raise _bad(f"{path}.name", f'Duplicate value: "{cs.name}"')
+        names.add(cs.name)
+        if type(cs.ready) is not bool:
+            raise _bad(f"{path}.ready", f"expected bool, got {type(cs.ready).__name__}")
+        if type(cs.restart_count) is not int or cs.restart_count < 0:
+            raise _bad(f"{path}.restartCount", "expected a non-negative int")
+        _check_opt(cs.started, bool, f"{path}.started")
+        _check_opt(cs.container_id, str, f"{path}.containerID")
+        _check_opt(cs.image, str, f"{path}.image")
+        _check_state(cs.state, f"{path}.state")
+        _check_state(cs.last_state, f"{path}.lastState")
+
+
+def validate_status(status: Any) -> None:
+    """Refuse a status the API server would refuse (wrong types, bad enum values, duplicates).
+
+    The wire types do not validate on construction (that is what keeps them
+    cheap), so the setters call this before anything is cached.
+    """
+    if not isinstance(status, PodStatus):
+        raise InvalidObjectError(f"expected a PodStatus, got {type(status).__name__}", path="status")
+    _check_opt(status.phase, str, "status.phase")
+    _check_opt(status.message, str, "status.message")
+    _check_opt(status.reason, str, "status.reason")
+    _check_opt(status.pod_ip, str, "status.podIP")
+    _check_opt(status.host_ip, str, "status.hostIP")
+    _check_time(status.start_time, "status.startTime")
+    conditions = status.conditions
+    if conditions is not None:
+        if not isinstance(conditions, tuple | list):
+            raise _bad("status.conditions", f"expected a list, got {type(conditions).__name__}")
+        for i, c in enumerate(conditions):
+            path = f"status.conditions[{i}]"
+            if not isinstance(c, PodCondition):
+                raise _bad(path, f"expected PodCondition, got {type(c).__name__}")
+            if not isinstance(c.type, str) or not c.type:
+                raise _bad(f"{path}.type", "Required value")
+            if c.status not in VALID_CONDITION_STATUSES:
+                raise _bad(
+                    f"{path}.status",
+                    f'Unsupported value: {c.status!r}: supported values: "False", "True", "Unknown"',
+                )
+            _check_opt(c.reason, str, f"{path}.reason")
+            _check_opt(c.message, str, f"{path}.message")
+            _check_time(c.last_transition_time, f"{path}.lastTransitionTime")
+            _check_time(c.last_probe_time, f"{path}.lastProbeTime")
+    for attr, cls in (("pod_ips", PodIP), ("host_ips", HostIP)):
+        ips = getattr(status, attr)
+        if ips is not None:
+            for i, ip in enumerate(ips):
+                if not isinstance(ip, cls) or not isinstance(ip.ip, str):
+                    raise _bad(f"status.{attr}[{i}]", f"expected {cls.__name__} with an ip")
+    _check_container_statuses(status.container_statuses, "status.containerStatuses")
+    _check_container_statuses(status.init_container_statuses, "status.initContainerStatuses")
+    _check_container_statuses(status.ephemeral_container_statuses, "status.ephemeralContainerStatuses")
+
+
+# --- normalisation ------------------------------------------------------------------
+
+
+def _norm_time(t: datetime | None) -> datetime | None:
+    if t is None:
+        return None
+    if t.tzinfo is not UTC:
+        t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    if t.microsecond:
+        t = t.replace(microsecond=0)
+    return t
+
+
+def truncate_utf8(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` bytes of UTF-8, never splitting a character."""
+    if len(text) * 4 <= max_bytes:
+        return text  # cannot be too long: skip the encode
+    raw = text.encode("utf-8")
+    if len(raw) <= max_bytes:
+        return text
+    return raw[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def _norm_state(state: ContainerState | None, max_message: int) -> ContainerState:
+    if state is None:
+        return ContainerState()
+    changes: dict[str, Any] = {}
+    running = state.running
+    if running is not None:
+        started = _norm_time(running.started_at)
+        if started is not running.started_at:
+            changes["running"] = running.replace(started_at=started)
+    term = state.terminated
+    if term is not None:
+        started = _norm_time(term.started_at)
+        finished = _norm_time(term.finished_at)
+        message = term.message
+        if message is not None:
+            message = truncate_utf8(message, max_message)
+        if started is not term.started_at or finished is not term.finished_at or message is not term.message:
+            changes["terminated"] = term.replace(started_at=started, finished_at=finished, message=message)
+    return state.replace(**changes) if changes else state
+
+
+def _norm_container_statuses(
+    statuses: Sequence[ContainerStatus] | None, max_message: int
+) -> tuple[ContainerStatus, ...] | None:
+    if statuses is None:
+        return None
+    out: list[ContainerStatus] = []
+    changed = type(statuses) is not tuple
+    for cs in statuses:
+        state = _norm_state(cs.state, max_message)
+        last = _norm_state(cs.last_state, max_message)
+        if state is not cs.state or last is not cs.last_state:
+            cs = cs.replace(state=state, last_state=last)
+            changed = True
+        out.append(cs)
+    return tuple(out) if changed else statuses  # type: ignore[return-value]
+
+
+def _sorted_by_name(statuses: tuple[ContainerStatus, ...]) -> tuple[ContainerStatus, ...]:
+    names = [cs.name for cs in statuses]
+    if names == sorted(names):
+        return statuses
+    return tuple(sorted(statuses, key=lambda cs: cs.name))
+
+
+def _sorted_by_spec(
+    statuses: tuple[ContainerStatus, ...], containers: Sequence[Container] | None
+) -> tuple[ContainerStatus, ...]:
+    order = {c.name: i for i, c in enumerate(containers or ())}
+    missing = len(order)
+    keys = [order.get(cs.name, missing) for cs in statuses]
+    if keys == sorted(keys):
+        return statuses
+    # A stable sort keeps statuses of containers the spec does not name in their order, last.
+    return tuple(cs for _, cs in sorted(zip(keys, statuses), key=lambda kv: kv[0]))
+
+
+def container_count(spec: PodSpec) -> int:
+    return len(spec.containers or ()) + len(spec.init_containers or ()) + len(spec.ephemeral_containers or ())
+
+
+def normalize_status(spec: PodSpec, status: PodStatus) -> PodStatus:
+    """SPEC 4.2 step 6: whole-second timestamps, bounded messages, sorted container statuses.
+
+    Also makes every list a tuple and every timestamp UTC, so a status built by
+    hand compares equal to the same status decoded from the wire.
+    """
+    per_status = MAX_POD_TERMINATION_MESSAGE_LOG_LENGTH
+    n = container_count(spec)
+    if n > 0:
+        per_status //= n
+    changes: dict[str, Any] = {}
+    start = _norm_time(status.start_time)
+    if start is not status.start_time:
+        changes["start_time"] = start
+    conditions = status.conditions
+    if conditions is not None:
+        new_conditions = []
+        changed = type(conditions) is not tuple
+        for c in conditions:
+            probe = _norm_time(c.last_probe_time)
+            trans = _norm_time(c.last_transition_time)
+            if probe is not c.last_probe_time or trans is not c.last_transition_time:
+                c = c.replace(last_probe_time=probe, last_transition_time=trans)
+                changed = True
+            new_conditions.append(c)
+        if changed:
+            changes["conditions"] = tuple(new_conditions)
+    regular = _norm_container_statuses(status.container_statuses, per_status)
+    if regular is not None:
+        regular = _sorted_by_name(regular)
+    if regular is not status.container_statuses:
+        changes["container_statuses"] = regular
+    init = _norm_container_statuses(status.init_container_statuses, per_status)
+    if init is not None:
+        init = _sorted_by_spec(init, spec.init_containers)
+    if init is not status.init_container_statuses:
+        changes["init_container_statuses"] = init
+    ephemeral = _norm_container_statuses(status.ephemeral_container_statuses, per_status)
+    if ephemeral is not status.ephemeral_container_statuses:
+        changes["ephemeral_container_statuses"] = ephemeral
+    for attr in ("pod_ips", "host_ips"):
+        value = getattr(status, attr)
+        if value is not None and type(value) is not tuple:
+            changes[attr] = tuple(value)
+    return status.replace(**changes) if changes else status
+
+
+# --- comparison --------------------------------------------------------------------
+
+
+def get_condition(conditions: Iterable[PodCondition] | None, condition_type: str) -> PodCondition | None:
+    for c in conditions or ():
+        if c.type == condition_type:
+            return c
+    return None
+
+
+def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
+    """SPEC 4.2 step 7: equal as the kubelet sees it.
+
+    Every kubelet-owned or -shared condition of ``new`` has a twin in ``old``
+    with the same status, reason and message; with ``old``'s conditions
+    replaced by ``new``'s, the statuses are equal (so transition times and
+    conditions owned by others never cause a write on their own).
+    """
+    old_conditions = old.conditions or ()
+    for c in new.conditions or ():
+        if is_kubelet_owned(c.type) or is_kubelet_shared(c.type):
+            oc = None
+            for o in old_conditions:
+                if o.type == c.type:
+                    oc = o
+                    break
+            if oc is None or oc.status != c.status or oc.message != c.message or oc.reason != c.reason:
+                return False
+    if old.conditions == new.conditions:
+        return old == new
+    return old.replace(conditions=new.conditions) == new
+
+
+# --- transitions ----------------------------------------------------------------------
+
+
+def effective_restart_policy(spec: PodSpec) -> str:
+    # The API server defaults an unset restartPolicy to Always.
+    return spec.restart_policy or "Always"
+
+
+def check_container_state_transition(old: PodStatus, new: PodStatus, spec: PodSpec) -> str | None:
+    """SPEC 4.2 step 2: the reason a change is illegal, or None when it is allowed."""
+    policy = effective_restart_policy(spec)
+    if policy == "Always":
+        return None
+    for old_cs in old.container_statuses or ():
+        term = old_cs.state.terminated if old_cs.state is not None else None
+        if term is None:
+            continue
+        if term.exit_code != 0 and policy == "OnFailure":
+            continue
+        for new_cs in new.container_statuses or ():
+            if new_cs.name == old_cs.name and (new_cs.state is None or new_cs.state.terminated is None):
+                return f"terminated container {new_cs.name} attempted illegal transition to non-terminated state"
+    init_specs = {c.name: c for c in spec.init_containers or ()}
+    for old_cs in old.init_container_statuses or ():
+        container = init_specs.get(old_cs.name)
+        if container is not None and is_restartable_init_container(container):
+            continue  # a sidecar may always restart
+        term = old_cs.state.terminated if old_cs.state is not None else None
+        if term is None:
+            continue
+        if term.exit_code != 0 and policy == "OnFailure":
+            continue
+        for new_cs in new.init_container_statuses or ():
+            if new_cs.name == old_cs.name and (new_cs.state is None or new_cs.state.terminated is None):
+                return (
+                    f"terminated init container {new_cs.name} attempted illegal transition "
+                    "to non-terminated state"
+                )
+    return None
+
+
+def update_last_transition_times(old: PodStatus, new: PodStatus, now: datetime) -> PodStatus:
+    """SPEC 4.2 step 4: keep a condition's transition time while its status stays the same."""
+    conditions = new.conditions
+    if not conditions:
+        return new
+    out: list[PodCondition] = []
+    changed = False
+    for c in conditions:
+        if c.type in TRANSITION_TIME_CONDITIONS:
+            oc = get_condition(old.conditions, c.type)
+            when = oc.last_transition_time if oc is not None and oc.status == c.status else now
+            if when != c.last_transition_time:
+                c = c.replace(last_transition_time=when)
+                changed = True
+        out.append(c)
+    return new.replace(conditions=tuple(out)) if changed else new
+
+
+# --- terminate_pod -----------------------------------------------------------------------
+
+
+def has_pod_initialized(pod: Pod) -> bool:
+    """Whether the pod has evidence of having started its regular containers (judged on ``pod.status``)."""
+    spec = pod.spec
+    if not spec.init_containers:
+        return True
+    status = pod.status
+    for cs in status.container_statuses or ():
+        if (cs.last_state is not None and cs.last_state.terminated is not None) or (
+            cs.state is None or cs.state.waiting is None
+        ):
+            return True
+    init_statuses = status.init_container_statuses or ()
+    if init_statuses:
+        last_index = len(init_statuses) - 1
+        if last_index >= len(spec.init_containers):
+            return False
+        container = spec.init_containers[last_index]
+        cs = init_statuses[last_index]
+        if container.name != cs.name:
+            return False  # spec and status disagree: no evidence
+        if is_restartable_init_container(container):
+            return bool(cs.state is not None and cs.state.running is not None and cs.started)
+        for state in (cs.last_state, cs.state):
+            if state is not None and state.terminated is not None and state.terminated.exit_code == 0:
+                return True
+    return False
+
+
+def initialized_container_count(statuses: Sequence[ContainerStatus]) -> int:
+    """How many leading statuses have tried to start: all but a trailing run of never-started waiters.
+
+    The first status always counts.
+    """
+    for i in range(len(statuses) - 1, -1, -1):
+        cs = statuses[i]
+        waiting = cs.state is None or cs.state.waiting is not None
+        terminated_before = cs.last_state is not None and cs.last_state.terminated is not None
+        if not waiting or terminated_before:
+            return i + 1
+    return 1 if statuses else 0
+
+
+_NOT_LOCATED = ContainerState(
+    terminated=ContainerStateTerminated(
+        reason=CONTAINER_STATUS_UNKNOWN, message=CONTAINER_NOT_LOCATED_MESSAGE, exit_code=137
+    )
+)
+
+
+def _terminate_statuses(
+    statuses: Sequence[ContainerStatus] | None, count: int
+) -> tuple[ContainerStatus, ...] | None:
+    if statuses is None:
+        return None
+    out = list(statuses)
+    for i in range(min(count, len(out))):
+        cs = out[i]
+        if cs.state is not None and cs.state.terminated is not None:
+            continue
+        out[i] = cs.replace(state=_NOT_LOCATED)
+    return tuple(out)
+
+
+def terminated_status(pod: Pod, base: PodStatus, *, is_static: bool) -> PodStatus:
+    """SPEC 4.3 terminate_pod: the status of a pod whose containers can no longer be found."""
+    changes: dict[str, Any] = {}
+    if has_pod_initialized(pod) and base.container_statuses is not None:
+        changes["container_statuses"] = _terminate_statuses(
+            base.container_statuses, len(base.container_statuses)
+        )
+    init = base.init_container_statuses
+    if init:
+        changes["init_container_statuses"] = _terminate_statuses(init, initialized_container_count(init))
+    if not is_static and not is_terminal_phase(base.phase):
+        changes["phase"] = "Failed"
+    return base.replace(**changes) if changes else base
+
+
+# --- merge with the API status ----------------------------------------------------------
+
+
+def replace_or_append_condition(
+    conditions: Sequence[PodCondition], condition: PodCondition
+) -> tuple[PodCondition, ...]:
+    out = list(conditions)
+    for i, c in enumerate(out):
+        if c.type == condition.type:
+            out[i] = condition
+            return tuple(out)
+    out.append(condition)
+    return tuple(out)
+
+
+def _terminal_ready_condition(condition_type: str, phase: str, old: PodStatus, now: datetime) -> PodCondition:
+    reason = POD_FAILED if phase == "Failed" else POD_COMPLETED
+    previous = get_condition(old.conditions, condition_type)
+    when = previous.last_transition_time if previous is not None and previous.status == "False" else now
+    return PodCondition(type=condition_type, status="False", reason=reason, last_transition_time=when)
+
+
+def merge_pod_status(
+    api_status: PodStatus, cached: PodStatus, could_have_running_containers: bool, now: datetime
+) -> PodStatus:
+    """SPEC 4.7: the status to write, given the API server's and the cached one."""
+    conditions: list[PodCondition] = [c for c in api_status.conditions or () if not is_kubelet_owned(c.type)]
+    transitioning_to_terminal = not is_terminal_phase(api_status.phase) and is_terminal_phase(cached.phase)
+    merged_tuple: tuple[PodCondition, ...]
+    for c in cached.conditions or ():
+        if is_kubelet_owned(c.type):
+            conditions.append(c)
+    merged_tuple = tuple(conditions)
+    for c in cached.conditions or ():
+        if (
+            is_kubelet_shared(c.type)
+            and c.type == DISRUPTION_TARGET
+            and transitioning_to_terminal
+            and not could_have_running_containers
+        ):
+            # The condition was held back until the containers stopped: its time is now.
+            old_c = get_condition(api_status.conditions, c.type)
+            when = old_c.last_transition_time if old_c is not None and old_c.status == c.status else now
+            merged_tuple = replace_or_append_condition(merged_tuple, c.replace(last_transition_time=when))
+    changes: dict[str, Any] = {"conditions": merged_tuple or None}
+    # Not the kubelet's to write: keep what the server has.
+    changes["resource_claim_statuses"] = api_status.resource_claim_statuses
+    phase, reason, message = cached.phase, cached.reason, cached.message
+    if transitioning_to_terminal and could_have_running_containers:
+        phase, reason, message = api_status.phase, api_status.reason, api_status.message
+        changes.update(phase=phase, reason=reason, message=message)
+    merged = cached.replace(**changes)
+    if is_terminal_phase(phase):
+        ready = get_condition(merged.conditions, POD_READY)
+        containers_ready = get_condition(merged.conditions, CONTAINERS_READY)
+        if (ready is not None and ready.status == "True") or (
+            containers_ready is not None and containers_ready.status == "True"
+        ):
+            assert phase is not None
+            new_conditions = merged.conditions or ()
+            new_conditions = replace_or_append_condition(
+                new_conditions, _terminal_ready_condition(CONTAINERS_READY, phase, merged, now)
+            )
+            new_conditions = replace_or_append_condition(
+                new_conditions, _terminal_ready_condition(POD_READY, phase, merged, now)
+            )
+            merged = merged.replace(conditions=new_conditions)
+    return merged
+
+
+def find_container_status(status: PodStatus, container_id: str) -> tuple[str, int] | None:
+    """Where a container ID's status is: (``"container_statuses"`` or ``"init_container_statuses"``, index)."""
+    for attr in ("container_statuses", "init_container_statuses"):
+        for i, cs in enumerate(getattr(status, attr) or ()):
+            if cs.container_id == container_id:
+                return attr, i
+    return None
+
+
+def with_container_status(status: PodStatus, where: tuple[str, int], cs: ContainerStatus) -> PodStatus:
+    attr, index = where
+    statuses = list(getattr(status, attr))
+    statuses[index] = cs
+    return status.replace(**{attr: tuple(statuses)})

@@ -1,0 +1,494 @@
+"""Kubernetes core/v1 wire types that the status manager touches.
+
+Every type is an immutable ``msgspec.Struct``: values, not records. The cache
+can hand them out without copying, equality is a C-level field compare, and
+decoding and validation run in C (``msgspec.convert``).
+
+Fields a type does not model are never lost: ``from_dict`` keeps them as
+compact JSON bytes in ``extra_json`` and ``to_dict`` puts them back. Bytes are
+immutable, cheap to compare and small to keep, which matters with 100,000
+cached statuses.
+
+Required fields of the API (a container status's ``ready``, ``restartCount``,
+``image``...) are always written by ``to_dict``, and the ``metav1.Time``
+fields the API server prints as ``null`` when unset are printed the same way,
+so an object read from a server comes back out exactly as it came in.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Self
+
+import msgspec
+from msgspec import field
+
+from .errors import InvalidObjectError
+
+__all__ = [
+    "Container",
+    "ContainerID",
+    "ContainerState",
+    "ContainerStateRunning",
+    "ContainerStateTerminated",
+    "ContainerStateWaiting",
+    "ContainerStatus",
+    "HostIP",
+    "ObjectMeta",
+    "Pod",
+    "PodCondition",
+    "PodIP",
+    "PodReadinessGate",
+    "PodSpec",
+    "PodStatus",
+]
+
+_EXTRA_WIRE = "$podstatus.extra"
+_json_encode = msgspec.json.encode
+_json_decode = msgspec.json.decode
+# Always printed, as ``null`` when unset (Go's non-pointer metav1.Time), or as the zero value.
+_NULL: Any = field(default_factory=type(None))
+
+
+class Extra:
+    """Fields a type does not model, kept as compact JSON of an object (immutable)."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json: bytes) -> None:
+        self.json = json
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Extra and other.json == self.json
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Extra({self.json.decode()!r})"
+
+    def as_dict(self) -> dict[str, Any]:
+        result: dict[str, Any] = _json_decode(self.json)
+        return result
+
+
+class _Meta:
+    """Per-type facts computed once from the struct's fields."""
+
+    __slots__ = ("children", "known")
+
+    def __init__(self, cls: type[K8sObject]) -> None:
+        info = msgspec.inspect.type_info(cls)
+        assert isinstance(info, msgspec.inspect.StructType)
+        self.known: frozenset[str] = frozenset(f.encode_name for f in info.fields if f.name != "extra")
+        children: list[tuple[str, str, bool, _Meta]] = []
+        for f in info.fields:
+            child = _struct_type_of(f.type)
+            if child is not None:
+                child_cls, is_list = child
+                children.append((f.name, f.encode_name, is_list, _meta(child_cls)))
+        self.children = tuple(children)
+
+
+def _unwrap_optional(t: msgspec.inspect.Type) -> msgspec.inspect.Type:
+    if isinstance(t, msgspec.inspect.UnionType):
+        rest = [x for x in t.types if not isinstance(x, msgspec.inspect.NoneType)]
+        if len(rest) == 1:
+            return rest[0]
+    return t
+
+
+def _struct_type_of(t: msgspec.inspect.Type) -> tuple[type[K8sObject], bool] | None:
+    t = _unwrap_optional(t)
+    if isinstance(t, msgspec.inspect.StructType):
+        return t.cls, False
+    if isinstance(t, msgspec.inspect.VarTupleType | msgspec.inspect.ListType):
+        item = _unwrap_optional(t.item_type)
+        if isinstance(item, msgspec.inspect.StructType):
+            return item.cls, True
+    return None
+
+
+def _path_of(err: msgspec.ValidationError) -> tuple[str, str]:
+    text = str(err)
+    message, sep, where = text.rpartition(" - at `")
+    if not sep:
+        return text, ""
+    path = where.rstrip("`")
+    path = path.removeprefix("$").removeprefix(".")
+    return message, path
+
+
+def _extra_enc_hook(seen: list[bool]) -> Any:
+    def enc_hook(value: Any) -> Any:
+        if type(value) is Extra:
+            seen.append(True)
+            return msgspec.Raw(value.json)
+        raise NotImplementedError(f"cannot encode {type(value).__name__}")
+
+    return enc_hook
+
+
+class K8sObject(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    omit_defaults=True,
+    rename="camel",
+    gc=False,
+    repr_omit_defaults=True,
+):
+    """Base of the wire types: ``from_dict`` / ``to_dict`` and unknown-field keeping.
+
+    Objects are immutable; lists are tuples. Build changed copies with
+    :meth:`replace`. Pass-through values typed ``Any`` (a container's
+    ``resources``, a pod's ``managedFields``...) are plain JSON values shared
+    between copies: treat them as read-only. ``to_dict`` always returns fresh
+    containers, so its result can be changed freely.
+    """
+
+    # Fields this type does not model (None when there were none).
+    extra: Extra | None = field(default=None, name=_EXTRA_WIRE)
+
+    # -- wire form -------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """Decode the Kubernetes JSON wire form; raises :class:`InvalidObjectError` naming the field."""
+        if not isinstance(data, dict):
+            raise InvalidObjectError(
+                f"invalid {cls.__name__}: expected an object, got {type(data).__name__}", path=""
+            )
+        try:
+            obj = msgspec.convert(data, cls)
+        except msgspec.ValidationError as err:
+            message, path = _path_of(err)
+            where = f" at {path}" if path else ""
+            raise InvalidObjectError(f"invalid {cls.__name__}{where}: {message}", path=path) from None
+        _attach_extras(data, obj, _meta(cls))
+        return obj
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Self:
+        """Decode JSON text (as the API server sends it)."""
+        try:
+            raw = _json_decode(data)
+        except msgspec.DecodeError as err:
+            raise InvalidObjectError(f"invalid {cls.__name__}: malformed JSON: {err}") from None
+        return cls.from_dict(raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Kubernetes JSON wire form, as the API server prints it (a fresh dict)."""
+        result: dict[str, Any] = _json_decode(self.to_json())
+        return result
+
+    def to_json(self) -> bytes:
+        """Compact JSON of :meth:`to_dict`."""
+        seen: list[bool] = []
+        out = _json_encode(self, enc_hook=_extra_enc_hook(seen))
+        if not seen:
+            return out
+        # Rare: some object kept unknown fields. Put them back where they were.
+        data = _json_decode(out)
+        _merge_extras(data)
+        return _json_encode(data)
+
+    # -- values ----------------------------------------------------------------
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with some fields changed (the object itself is immutable)."""
+        return msgspec.structs.replace(self, **changes)
+
+
+_METAS: dict[type, _Meta] = {}
+
+
+def _meta(cls: type[K8sObject]) -> _Meta:
+    meta = _METAS.get(cls)
+    if meta is None:
+        meta = _METAS[cls] = _Meta(cls)
+    return meta
+
+
+def _attach_extras(data: dict[str, Any], obj: K8sObject, meta: _Meta) -> None:
+    if not data.keys() <= meta.known:
+        known = meta.known
+        unknown = {k: v for k, v in data.items() if k not in known}
+        msgspec.structs.force_setattr(obj, "extra", Extra(_json_encode(unknown)))
+    for attr, wire, is_list, child_meta in meta.children:
+        sub = data.get(wire)
+        if not sub:
+            continue
+        value = getattr(obj, attr)
+        if is_list:
+            for item_data, item in zip(sub, value):
+                _attach_extras(item_data, item, child_meta)
+        else:
+            _attach_extras(sub, value, child_meta)
+
+
+def _merge_extras(data: Any) -> None:
+    if type(data) is dict:
+        extra = data.pop(_EXTRA_WIRE, None)
+        for value in data.values():
+            _merge_extras(value)
+        if extra:
+            data.update(extra)
+    elif type(data) is list:
+        for value in data:
+            _merge_extras(value)
+
+
+def as_utc(value: datetime) -> datetime:
+    """A timezone-aware UTC datetime (naive ones are taken to be UTC)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    if value.tzinfo is UTC:
+        return value
+    return value.astimezone(UTC)
+
+
+# --- metadata -------------------------------------------------------------------
+
+
+class ObjectMeta(K8sObject, frozen=True, kw_only=True):
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    self_link: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: datetime | None = _NULL
+    deletion_timestamp: datetime | None = None
+    deletion_grace_period_seconds: int | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    owner_references: Any = None
+    finalizers: tuple[str, ...] | None = None
+    managed_fields: Any = None
+
+
+# --- spec -----------------------------------------------------------------------
+
+
+class Container(K8sObject, frozen=True, kw_only=True):
+    """A container of ``spec.containers``, ``spec.initContainers`` or ``spec.ephemeralContainers``."""
+
+    name: str
+    image: str | None = None
+    command: Any = None
+    args: Any = None
+    working_dir: str | None = None
+    ports: Any = None
+    env_from: Any = None
+    env: Any = None
+    resources: Any = None
+    resize_policy: Any = None
+    # Only init containers have one: ``Always`` makes a restartable init container (a sidecar).
+    restart_policy: str | None = None
+    restart_policy_rules: Any = None
+    volume_mounts: Any = None
+    volume_devices: Any = None
+    liveness_probe: Any = None
+    readiness_probe: Any = None
+    startup_probe: Any = None
+    lifecycle: Any = None
+    termination_message_path: str | None = None
+    termination_message_policy: str | None = None
+    image_pull_policy: str | None = None
+    security_context: Any = None
+    stdin: bool | None = None
+    stdin_once: bool | None = None
+    tty: bool | None = None
+    target_container_name: str | None = None
+
+
+class PodReadinessGate(K8sObject, frozen=True, kw_only=True):
+    condition_type: str
+
+
+class PodSpec(K8sObject, frozen=True, kw_only=True):
+    volumes: Any = None
+    init_containers: tuple[Container, ...] | None = None
+    containers: tuple[Container, ...] = field(default_factory=tuple)
+    ephemeral_containers: tuple[Container, ...] | None = None
+    restart_policy: str | None = None
+    termination_grace_period_seconds: int | None = None
+    active_deadline_seconds: int | None = None
+    dns_policy: str | None = None
+    node_selector: dict[str, str] | None = None
+    service_account_name: str | None = None
+    service_account: str | None = None
+    automount_service_account_token: bool | None = None
+    node_name: str | None = None
+    host_network: bool | None = None
+    host_pid: bool | None = field(default=None, name="hostPID")
+    host_ipc: bool | None = field(default=None, name="hostIPC")
+    share_process_namespace: bool | None = None
+    security_context: Any = None
+    image_pull_secrets: Any = None
+    hostname: str | None = None
+    subdomain: str | None = None
+    affinity: Any = None
+    scheduler_name: str | None = None
+    tolerations: Any = None
+    host_aliases: Any = None
+    priority_class_name: str | None = None
+    priority: int | None = None
+    dns_config: Any = None
+    readiness_gates: tuple[PodReadinessGate, ...] | None = None
+    runtime_class_name: str | None = None
+    enable_service_links: bool | None = None
+    preemption_policy: str | None = None
+    overhead: Any = None
+    topology_spread_constraints: Any = None
+    set_hostname_as_fqdn: bool | None = field(default=None, name="setHostnameAsFQDN")
+    os: Any = None
+    host_users: bool | None = None
+    scheduling_gates: Any = None
+    resource_claims: Any = None
+    resources: Any = None
+    hostname_override: str | None = None
+
+
+# --- status ---------------------------------------------------------------------
+
+
+class PodCondition(K8sObject, frozen=True, kw_only=True):
+    type: str
+    status: str
+    observed_generation: int | None = None
+    last_probe_time: datetime | None = _NULL
+    last_transition_time: datetime | None = _NULL
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerStateWaiting(K8sObject, frozen=True, kw_only=True):
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerStateRunning(K8sObject, frozen=True, kw_only=True):
+    started_at: datetime | None = _NULL
+
+
+class ContainerStateTerminated(K8sObject, frozen=True, kw_only=True):
+    exit_code: int = field(default_factory=int)
+    signal: int | None = None
+    reason: str | None = None
+    message: str | None = None
+    started_at: datetime | None = _NULL
+    finished_at: datetime | None = _NULL
+    container_id: str | None = field(default=None, name="containerID")
+
+
+class ContainerState(K8sObject, frozen=True, kw_only=True):
+    """At most one of ``waiting``, ``running``, ``terminated`` is set; none means waiting."""
+
+    waiting: ContainerStateWaiting | None = None
+    running: ContainerStateRunning | None = None
+    terminated: ContainerStateTerminated | None = None
+
+
+_EMPTY_STATE: ContainerState
+
+
+def _empty_state() -> ContainerState:
+    return _EMPTY_STATE
+
+
+class ContainerStatus(K8sObject, frozen=True, kw_only=True):
+    name: str
+    # Go's non-pointer ContainerState: the API server always prints it, as {} when empty.
+    state: ContainerState = field(default_factory=_empty_state)
+    last_state: ContainerState = field(default_factory=_empty_state)
+    ready: bool = field(default_factory=bool)
+    restart_count: int = field(default_factory=int)
+    image: str = field(default_factory=str)
+    image_id: str = field(default_factory=str, name="imageID")
+    container_id: str | None = field(default=None, name="containerID")
+    started: bool | None = None
+    allocated_resources: Any = None
+    resources: Any = None
+    volume_mounts: Any = None
+    user: Any = None
+    allocated_resources_status: Any = None
+    stop_signal: str | None = None
+
+
+class PodIP(K8sObject, frozen=True, kw_only=True):
+    ip: str
+
+
+class HostIP(K8sObject, frozen=True, kw_only=True):
+    ip: str
+
+
+class PodStatus(K8sObject, frozen=True, kw_only=True):
+    observed_generation: int | None = None
+    phase: str | None = None
+    conditions: tuple[PodCondition, ...] | None = None
+    message: str | None = None
+    reason: str | None = None
+    nominated_node_name: str | None = None
+    host_ip: str | None = field(default=None, name="hostIP")
+    host_ips: tuple[HostIP, ...] | None = field(default=None, name="hostIPs")
+    pod_ip: str | None = field(default=None, name="podIP")
+    pod_ips: tuple[PodIP, ...] | None = field(default=None, name="podIPs")
+    start_time: datetime | None = None
+    init_container_statuses: tuple[ContainerStatus, ...] | None = None
+    container_statuses: tuple[ContainerStatus, ...] | None = None
+    qos_class: str | None = field(default=None, name="qosClass")
+    ephemeral_container_statuses: tuple[ContainerStatus, ...] | None = None
+    resize: str | None = None
+    resource_claim_statuses: Any = None
+    extended_resource_claim_status: Any = None
+
+
+class Pod(K8sObject, frozen=True, kw_only=True):
+    api_version: str = field(default_factory=lambda: "v1")
+    kind: str = field(default_factory=lambda: "Pod")
+    metadata: ObjectMeta = field(default_factory=ObjectMeta)
+    spec: PodSpec = field(default_factory=PodSpec)
+    status: PodStatus = field(default_factory=PodStatus)
+
+    # Shortcuts used all over the manager and by node agents.
+    @property
+    def uid(self) -> str:
+        return self.metadata.uid or ""
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or ""
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or ""
+
+    def key(self) -> str:
+        """``namespace/name``, for logs."""
+        return f"{self.metadata.namespace or ''}/{self.metadata.name or ''}"
+
+
+# --- container IDs --------------------------------------------------------------
+
+
+class ContainerID(msgspec.Struct, frozen=True, gc=False):
+    """A container runtime's ID of a container: ``type://id``."""
+
+    type: str
+    id: str
+
+    @classmethod
+    def parse(cls, text: str) -> ContainerID:
+        kind, sep, ident = text.partition("://")
+        if not sep or not kind or not ident:
+            raise ValueError(f"invalid container ID {text!r}: expected type://id")
+        return cls(kind, ident)
+
+    def __str__(self) -> str:
+        return f"{self.type}://{self.id}"
+
+
+_EMPTY_STATE = ContainerState()
