@@ -84,11 +84,15 @@ def triple(c: PodCondition) -> tuple[str, str, str | None, str | None]:
 # --- ContainersReady ----------------------------------------------------------------
 
 CONTAINERS_READY_CASES = [
-    pytest.param(spec(["a"]), None, "Running", ("False", UNKNOWN_CONTAINER_STATUSES, None), id="none-statuses"),
+    pytest.param(
+        spec(["a"]), None, "Running", ("False", UNKNOWN_CONTAINER_STATUSES, None), id="none-statuses"
+    ),
     pytest.param(
         spec(["a"]), None, "Succeeded", ("False", UNKNOWN_CONTAINER_STATUSES, None), id="none-beats-succeeded"
     ),
-    pytest.param(spec(["a", "b"]), [cs("a", True), cs("b", True)], "Running", ("True", None, None), id="all-ready"),
+    pytest.param(
+        spec(["a", "b"]), [cs("a", True), cs("b", True)], "Running", ("True", None, None), id="all-ready"
+    ),
     pytest.param(spec([]), [], "Running", ("True", None, None), id="no-containers"),
     pytest.param(
         spec(["a", "b"]),
@@ -218,7 +222,11 @@ READY_CASES = [
         [],
         [cs("a", True)],
         "Running",
-        ("False", READINESS_GATES_NOT_READY, 'corresponding condition of pod readiness gate "g1" does not exist.'),
+        (
+            "False",
+            READINESS_GATES_NOT_READY,
+            'corresponding condition of pod readiness gate "g1" does not exist.',
+        ),
         id="gate-missing",
     ),
     pytest.param(
@@ -226,7 +234,11 @@ READY_CASES = [
         None,
         [cs("a", True)],
         "Running",
-        ("False", READINESS_GATES_NOT_READY, 'corresponding condition of pod readiness gate "g1" does not exist.'),
+        (
+            "False",
+            READINESS_GATES_NOT_READY,
+            'corresponding condition of pod readiness gate "g1" does not exist.',
+        ),
         id="gate-missing-none-conditions",
     ),
     pytest.param(
@@ -234,7 +246,11 @@ READY_CASES = [
         [cond("g1", "False")],
         [cs("a", True)],
         "Running",
-        ("False", READINESS_GATES_NOT_READY, 'the status of pod readiness gate "g1" is not "True", but False'),
+        (
+            "False",
+            READINESS_GATES_NOT_READY,
+            'the status of pod readiness gate "g1" is not "True", but False',
+        ),
         id="gate-false",
     ),
     pytest.param(
@@ -242,7 +258,11 @@ READY_CASES = [
         [cond("g1", "Unknown")],
         [cs("a", True)],
         "Running",
-        ("False", READINESS_GATES_NOT_READY, 'the status of pod readiness gate "g1" is not "True", but Unknown'),
+        (
+            "False",
+            READINESS_GATES_NOT_READY,
+            'the status of pod readiness gate "g1" is not "True", but Unknown',
+        ),
         id="gate-unknown",
     ),
     pytest.param(
@@ -286,7 +306,9 @@ def test_ready(
 # --- Initialized --------------------------------------------------------------------
 
 INITIALIZED_CASES = [
-    pytest.param(spec(["a"], init=["i"]), None, "Pending", ("False", UNKNOWN_CONTAINER_STATUSES, None), id="none"),
+    pytest.param(
+        spec(["a"], init=["i"]), None, "Pending", ("False", UNKNOWN_CONTAINER_STATUSES, None), id="none"
+    ),
     pytest.param(spec(["a"]), None, "Pending", ("True", None, None), id="none-without-init"),
     pytest.param(spec(["a"]), [], "Pending", ("True", None, None), id="no-init"),
     pytest.param(
@@ -417,7 +439,9 @@ def test_initialized(
 # --- need_to_reconcile_pod_readiness ------------------------------------------------
 
 
-def gated_pod(conditions: list[PodCondition] | None, ready: bool = True, gates: Sequence[str] = ("g",)) -> Pod:
+def gated_pod(
+    conditions: list[PodCondition] | None, ready: bool = True, gates: Sequence[str] = ("g",)
+) -> Pod:
     return Pod(
         metadata=ObjectMeta(name="p", namespace="ns", uid="u"),
         spec=spec(["a"], gates=gates),
@@ -442,13 +466,17 @@ RECONCILE_CASES = [
         id="message-differs",
     ),
     pytest.param(
-        gated_pod([cond("g", "False"), cond(POD_READY, "False", READINESS_GATES_NOT_READY, GATE_FALSE_MESSAGE)]),
+        gated_pod(
+            [cond("g", "False"), cond(POD_READY, "False", READINESS_GATES_NOT_READY, GATE_FALSE_MESSAGE)]
+        ),
         False,
         id="equal-false",
     ),
     pytest.param(gated_pod([cond("g", "True"), cond(POD_READY, "True")]), False, id="equal-true"),
     pytest.param(
-        gated_pod([cond("g", "True"), cond(POD_READY, "True", message="")]), False, id="empty-message-equals-unset"
+        gated_pod([cond("g", "True"), cond(POD_READY, "True", message="")]),
+        False,
+        id="empty-message-equals-unset",
     ),
     pytest.param(
         gated_pod([cond("g", "False"), cond(POD_READY, "False", "OtherReason", GATE_FALSE_MESSAGE)]),
@@ -484,9 +512,13 @@ def test_reconcile_uses_container_statuses_none_as_unknown() -> None:
 
 
 def test_kubelet_owned_and_shared() -> None:
-    assert {POD_SCHEDULED, POD_READY, POD_INITIALIZED, CONTAINERS_READY, POD_READY_TO_START_CONTAINERS} == set(
-        KUBELET_OWNED_CONDITIONS
-    )
+    assert {
+        POD_SCHEDULED,
+        POD_READY,
+        POD_INITIALIZED,
+        CONTAINERS_READY,
+        POD_READY_TO_START_CONTAINERS,
+    } == set(KUBELET_OWNED_CONDITIONS)
     for t in KUBELET_OWNED_CONDITIONS:
         assert is_kubelet_owned(t)
         assert not is_kubelet_shared(t)
@@ -513,13 +545,23 @@ def test_constant_values() -> None:
 
 @pytest.mark.parametrize(
     ("phase", "want"),
-    [("Succeeded", True), ("Failed", True), ("Running", False), ("Pending", False), ("Unknown", False), ("", False), (None, False)],
+    [
+        ("Succeeded", True),
+        ("Failed", True),
+        ("Running", False),
+        ("Pending", False),
+        ("Unknown", False),
+        ("", False),
+        (None, False),
+    ],
 )
 def test_is_terminal_phase(phase: str | None, want: bool) -> None:
     assert is_terminal_phase(phase) is want
 
 
-@pytest.mark.parametrize(("policy", "want"), [("Always", True), (None, False), ("Never", False), ("OnFailure", False)])
+@pytest.mark.parametrize(
+    ("policy", "want"), [("Always", True), (None, False), ("Never", False), ("OnFailure", False)]
+)
 def test_is_restartable_init_container(policy: str | None, want: bool) -> None:
     assert is_restartable_init_container(Container(name="c", restart_policy=policy)) is want
 

@@ -87,8 +87,12 @@ def test_status_based_is_a_provider() -> None:
     ("status", "running"),
     [
         pytest.param(PodStatus(), False, id="no-statuses"),
-        pytest.param(PodStatus(container_statuses=(cs("a", TERMINATED), cs("b", WAITING))), False, id="none-running"),
-        pytest.param(PodStatus(container_statuses=(cs("a", TERMINATED), cs("b", RUNNING))), True, id="regular"),
+        pytest.param(
+            PodStatus(container_statuses=(cs("a", TERMINATED), cs("b", WAITING))), False, id="none-running"
+        ),
+        pytest.param(
+            PodStatus(container_statuses=(cs("a", TERMINATED), cs("b", RUNNING))), True, id="regular"
+        ),
         pytest.param(PodStatus(init_container_statuses=(cs("i", RUNNING),)), True, id="init"),
         pytest.param(PodStatus(ephemeral_container_statuses=(cs("e", RUNNING),)), True, id="ephemeral"),
     ],
@@ -101,13 +105,19 @@ def test_could_have_running_containers_from_pod_status(status: PodStatus, runnin
     ("status", "reclaimed"),
     [
         pytest.param(PodStatus(), True, id="no-statuses"),
-        pytest.param(PodStatus(container_statuses=(cs("a", TERMINATED, "containerd://1"),)), True, id="terminated"),
+        pytest.param(
+            PodStatus(container_statuses=(cs("a", TERMINATED, "containerd://1"),)), True, id="terminated"
+        ),
         pytest.param(PodStatus(container_statuses=(cs("a", WAITING),)), True, id="waiting-never-started"),
         pytest.param(PodStatus(container_statuses=(cs("a", EMPTY),)), True, id="empty-state"),
         pytest.param(
-            PodStatus(container_statuses=(cs("a", WAITING, "containerd://1"),)), False, id="waiting-with-container-id"
+            PodStatus(container_statuses=(cs("a", WAITING, "containerd://1"),)),
+            False,
+            id="waiting-with-container-id",
         ),
-        pytest.param(PodStatus(container_statuses=(cs("a", RUNNING, "containerd://1"),)), False, id="running"),
+        pytest.param(
+            PodStatus(container_statuses=(cs("a", RUNNING, "containerd://1"),)), False, id="running"
+        ),
         pytest.param(
             PodStatus(
                 init_container_statuses=(cs("i", TERMINATED),),

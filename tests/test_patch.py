@@ -41,7 +41,12 @@ def _status_patch(status: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- diff table
 
 DIFF_CASES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
-    ("equal", {"phase": "Running", "conditions": [READY_T]}, {"phase": "Running", "conditions": [READY_T]}, META),
+    (
+        "equal",
+        {"phase": "Running", "conditions": [READY_T]},
+        {"phase": "Running", "conditions": [READY_T]},
+        META,
+    ),
     ("both empty", {}, {}, META),
     (
         "scalar changed",
@@ -209,7 +214,10 @@ DIFF_CASES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
     (
         "init and ephemeral container statuses replaced whole",
         {"initContainerStatuses": [{"name": "i", "ready": False}], "ephemeralContainerStatuses": []},
-        {"initContainerStatuses": [{"name": "i", "ready": True}], "ephemeralContainerStatuses": [{"name": "e"}]},
+        {
+            "initContainerStatuses": [{"name": "i", "ready": True}],
+            "ephemeralContainerStatuses": [{"name": "e"}],
+        },
         _status_patch(
             {
                 "initContainerStatuses": [{"name": "i", "ready": True}],
@@ -219,7 +227,10 @@ DIFF_CASES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
     ),
     (
         "nested object diffed field by field",
-        {"qosClass": "Burstable", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1"}}},
+        {
+            "qosClass": "Burstable",
+            "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1"}},
+        },
         {"qosClass": "Burstable", "resources": {"limits": {"cpu": "2"}, "requests": {"cpu": "1"}}},
         _status_patch({"resources": {"limits": {"cpu": "2", "memory": None}}}),
     ),
@@ -230,15 +241,17 @@ DIFF_CASES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
         _status_patch({"message": {"k": "v"}, "extra": "s"}),
     ),
     (
-        "booleans are not numbers",
-        {"x": 1, "y": 1},
-        {"x": True, "y": 1.0},
-        _status_patch({"x": True}),
+        "booleans are not numbers; int and float differ as in apimachinery",
+        {"x": 1, "y": 1, "z": 2.5},
+        {"x": True, "y": 1.0, "z": 2.5},
+        _status_patch({"x": True, "y": 1.0}),
     ),
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), [c[1:] for c in DIFF_CASES], ids=[c[0] for c in DIFF_CASES])
+@pytest.mark.parametrize(
+    ("old", "new", "expected"), [c[1:] for c in DIFF_CASES], ids=[c[0] for c in DIFF_CASES]
+)
 def test_diff_pod_status(old: dict[str, Any], new: dict[str, Any], expected: dict[str, Any]) -> None:
     old_copy, new_copy = json.loads(json.dumps(old)), json.loads(json.dumps(new))
     patch = diff_pod_status(old, new, UID)
@@ -363,7 +376,10 @@ def _status_pair(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     if new.get("conditions"):
         new["conditions"] = draw(st.permutations(new["conditions"]))
         if draw(st.booleans()):
-            new["conditions"][0] = {**new["conditions"][0], "status": draw(st.sampled_from(["True", "False"]))}
+            new["conditions"][0] = {
+                **new["conditions"][0],
+                "status": draw(st.sampled_from(["True", "False"])),
+            }
     return old, new
 
 
@@ -418,7 +434,9 @@ def _pod() -> dict[str, Any]:
 def test_apply_merges_containers_by_name() -> None:
     pod = _pod()
     before = json.loads(json.dumps(pod))
-    out = apply_strategic_merge_patch(pod, {"spec": {"containers": [{"name": "sidecar", "image": "proxy:2"}]}})
+    out = apply_strategic_merge_patch(
+        pod, {"spec": {"containers": [{"name": "sidecar", "image": "proxy:2"}]}}
+    )
     assert out["spec"]["containers"] == [
         pod["spec"]["containers"][0],
         {"name": "sidecar", "image": "proxy:2"},
@@ -437,7 +455,10 @@ def test_apply_nested_merge_list_env_by_name() -> None:
 def test_apply_new_element_without_set_element_order_goes_first_like_kubernetes() -> None:
     # Without $setElementOrder the API server puts patch items first and slots
     # server-only items in by their original order (apimachinery's normalizeElementOrder).
-    patch = {"spec": {"containers": [{"name": "debug", "image": "busybox"}]}, "metadata": {"finalizers": ["c/z"]}}
+    patch = {
+        "spec": {"containers": [{"name": "debug", "image": "busybox"}]},
+        "metadata": {"finalizers": ["c/z"]},
+    }
     out = apply_strategic_merge_patch(_pod(), patch)
     assert [c["name"] for c in out["spec"]["containers"]] == ["debug", "app", "sidecar"]
     assert out["metadata"]["finalizers"] == ["c/z", "a.example/x", "b.example/y"]
@@ -459,8 +480,9 @@ def test_apply_set_element_order_keeps_server_only_items_in_place() -> None:
     original = {"status": {"conditions": [{"type": "A"}, {"type": "B"}, {"type": "C"}]}}
     patch = {"status": {"$setElementOrder/conditions": [{"type": "C"}, {"type": "A"}]}}
     out = apply_strategic_merge_patch(original, patch)
-    # B is not named: it keeps its place relative to A (after it) in the original.
-    assert [c["type"] for c in out["status"]["conditions"]] == ["C", "A", "B"]
+    # B is not named: it goes before the first named item that followed it in the
+    # original (C), as apimachinery's mergeSortedSlice does.
+    assert [c["type"] for c in out["status"]["conditions"]] == ["B", "C", "A"]
 
 
 def test_apply_patch_delete_in_list() -> None:
@@ -468,7 +490,9 @@ def test_apply_patch_delete_in_list() -> None:
     out = apply_strategic_merge_patch(_pod(), patch)
     assert [c["name"] for c in out["spec"]["containers"]] == ["app"]
     # Deleting a missing element is a no-op.
-    out2 = apply_strategic_merge_patch(_pod(), {"spec": {"containers": [{"name": "nope", "$patch": "delete"}]}})
+    out2 = apply_strategic_merge_patch(
+        _pod(), {"spec": {"containers": [{"name": "nope", "$patch": "delete"}]}}
+    )
     assert out2["spec"]["containers"] == _pod()["spec"]["containers"]
 
 
@@ -525,11 +549,14 @@ def test_apply_finalizers_set_merge() -> None:
     patch = {
         "metadata": {
             "$setElementOrder/finalizers": ["a.example/x", "b.example/y", "c/z"],
-            "finalizers": ["c/z", "a.example/x"],
+            "finalizers": ["a.example/x", "c/z"],
         }
     }
     out = apply_strategic_merge_patch(_pod(), patch)
     assert out["metadata"]["finalizers"] == ["a.example/x", "b.example/y", "c/z"]
+    # Already present values are not duplicated.
+    out = apply_strategic_merge_patch(_pod(), {"metadata": {"finalizers": ["b.example/y"]}})
+    assert out["metadata"]["finalizers"] == ["a.example/x", "b.example/y"]
 
 
 def test_apply_non_merge_list_is_replaced() -> None:
@@ -673,8 +700,16 @@ RFC6902_OK = [
         [{"op": "test", "path": "/baz", "value": "qux"}, {"op": "test", "path": "/foo/1", "value": 2}],
         {"baz": "qux", "foo": ["a", 2, "c"]},
     ),
-    ({"foo": "bar"}, [{"op": "add", "path": "/child", "value": {"grandchild": {}}}], {"foo": "bar", "child": {"grandchild": {}}}),
-    ({"foo": ["bar"]}, [{"op": "add", "path": "/foo/-", "value": ["abc", "def"]}], {"foo": ["bar", ["abc", "def"]]}),
+    (
+        {"foo": "bar"},
+        [{"op": "add", "path": "/child", "value": {"grandchild": {}}}],
+        {"foo": "bar", "child": {"grandchild": {}}},
+    ),
+    (
+        {"foo": ["bar"]},
+        [{"op": "add", "path": "/foo/-", "value": ["abc", "def"]}],
+        {"foo": ["bar", ["abc", "def"]]},
+    ),
     ({"/": 9, "~1": 10}, [{"op": "test", "path": "/~01", "value": 10}], {"/": 9, "~1": 10}),
     ({"foo": "bar"}, [{"op": "add", "path": "/baz", "value": None}], {"foo": "bar", "baz": None}),
     # copy, root operations, escapes
@@ -742,5 +777,7 @@ def test_json_patch_not_a_list() -> None:
 def test_json_patch_is_atomic_on_failure() -> None:
     doc = {"a": 1}
     with pytest.raises(PatchError):
-        apply_json_patch(doc, [{"op": "add", "path": "/b", "value": 2}, {"op": "test", "path": "/a", "value": 2}])
+        apply_json_patch(
+            doc, [{"op": "add", "path": "/b", "value": 2}, {"op": "test", "path": "/a", "value": 2}]
+        )
     assert doc == {"a": 1}

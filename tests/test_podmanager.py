@@ -146,7 +146,9 @@ def test_static_and_mirror_are_matched_by_name(mirror_first: bool) -> None:
 
 
 def test_static_without_mirror_maps_to_empty_string() -> None:
-    pm = BasicPodManager([static_pod("s1", "p1"), static_pod("s2", "p2"), mirror_pod("m2", "p2"), make_pod("r", "p3")])
+    pm = BasicPodManager(
+        [static_pod("s1", "p1"), static_pod("s2", "p2"), mirror_pod("m2", "p2"), make_pod("r", "p3")]
+    )
     pod_to_mirror, mirror_to_pod = pm.get_uid_translations()
     assert pod_to_mirror == {"s1": "", "s2": "m2"}
     assert mirror_to_pod == {"m2": "s2"}

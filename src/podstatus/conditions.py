@@ -188,7 +188,9 @@ def generate_pod_ready_condition(
     """The ``Ready`` condition: ContainersReady plus every readiness gate (SPEC 3, Ready)."""
     containers_ready = generate_containers_ready_condition(spec, container_statuses, pod_phase)
     if containers_ready.status != _TRUE:
-        return _condition(POD_READY, containers_ready.status, containers_ready.reason, containers_ready.message)
+        return _condition(
+            POD_READY, containers_ready.status, containers_ready.reason, containers_ready.message
+        )
 
     messages: list[str] = []
     for gate in spec.readiness_gates or ():

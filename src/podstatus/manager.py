@@ -356,7 +356,7 @@ class Manager:
             self._update_status(pod, status, True, pod_is_finished=True)
 
     def remove_orphaned_statuses(self, pod_uids: Collection[str] | Iterable[str]) -> None:
-        keep = pod_uids if isinstance(pod_uids, set | frozenset | dict) else set(pod_uids)
+        keep: Collection[str] = pod_uids if isinstance(pod_uids, set | frozenset | dict) else set(pod_uids)
         with self._lock:
             for uid in [u for u in self._statuses if u not in keep]:
                 entry = self._statuses.pop(uid)

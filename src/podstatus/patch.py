@@ -119,15 +119,18 @@ def _clone(v: JSON) -> JSON:
     return v
 
 
-def _kind(v: JSON) -> str:
-    # Go decodes JSON into nil/bool/float64/string/map/slice; Python's bool is an int, so
-    # classify explicitly to compare types the way reflect.TypeOf does.
+def _kind(v: JSON, *, go: bool = True) -> str:
+    # apimachinery decodes JSON into nil/bool/int64/float64/string/map/slice (integral
+    # literals become int64, others float64) and compares with reflect; Python's bool is
+    # an int, so classify explicitly. go=False gives plain JSON kinds (1 == 1.0).
     if v is None:
         return "null"
     if isinstance(v, bool):
         return "bool"
-    if isinstance(v, int | float):
-        return "number"
+    if isinstance(v, int):
+        return "int" if go else "number"
+    if isinstance(v, float):
+        return "float" if go else "number"
     if isinstance(v, str):
         return "string"
     if isinstance(v, dict):
@@ -137,15 +140,16 @@ def _kind(v: JSON) -> str:
     return type(v).__name__
 
 
-def _json_equal(a: JSON, b: JSON) -> bool:
-    """Deep equality with JSON semantics (True != 1, 1 == 1.0)."""
-    ka = _kind(a)
-    if ka != _kind(b):
+def _json_equal(a: JSON, b: JSON, *, go: bool = True) -> bool:
+    """Deep equality: Go's reflect.DeepEqual on decoded JSON (True != 1, and 1 != 1.0
+    unless ``go`` is false, which gives RFC 6902's numeric equality)."""
+    ka = _kind(a, go=go)
+    if ka != _kind(b, go=go):
         return False
     if ka == "object":
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k], go=go) for k in a)
     if ka == "array":
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_json_equal(x, y, go=go) for x, y in zip(a, b))
     return bool(a == b)
 
 
@@ -157,8 +161,10 @@ def _go_string(v: JSON) -> str:
         return "<nil>"
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, int | float):
-        return _go_float(float(v))
+    if isinstance(v, int):
+        return str(v)  # decoded as int64
+    if isinstance(v, float):
+        return _go_float(v)
     return json.dumps(v, sort_keys=True)
 
 
@@ -667,7 +673,7 @@ def _element_kind(*lists: list[Any], where: Path = ()) -> str:
     for lst in lists:
         for v in lst:
             k = _kind(v)
-            if k == "number" or k == "string" or k == "bool" or k == "null":
+            if k in ("int", "float", "string", "bool", "null"):
                 k = "scalar:" + k
             if not kind:
                 if k == "array":
@@ -787,7 +793,7 @@ def apply_json_patch(original: Any, operations: list[Any]) -> Any:
                 src = _require_str(op, "from", n)
                 doc = _jp_add(doc, path, _clone(_jp_get(doc, src)))
             elif name == "test":
-                if not _json_equal(_jp_get(doc, path), _require_value(op, n)):
+                if not _json_equal(_jp_get(doc, path), _require_value(op, n), go=False):
                     raise PatchError(f"test failed: value at {path!r} differs")
             else:
                 raise PatchError(f"unknown operation {name!r}")

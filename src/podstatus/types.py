@@ -18,7 +18,7 @@ so an object read from a server comes back out exactly as it came in.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import msgspec
 from msgspec import field
@@ -100,11 +100,11 @@ def _unwrap_optional(t: msgspec.inspect.Type) -> msgspec.inspect.Type:
 def _struct_type_of(t: msgspec.inspect.Type) -> tuple[type[K8sObject], bool] | None:
     t = _unwrap_optional(t)
     if isinstance(t, msgspec.inspect.StructType):
-        return t.cls, False
+        return cast("type[K8sObject]", t.cls), False
     if isinstance(t, msgspec.inspect.VarTupleType | msgspec.inspect.ListType):
         item = _unwrap_optional(t.item_type)
         if isinstance(item, msgspec.inspect.StructType):
-            return item.cls, True
+            return cast("type[K8sObject]", item.cls), True
     return None
 
 

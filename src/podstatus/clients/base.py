@@ -48,7 +48,9 @@ class KubeClient(Protocol):
         """
         ...
 
-    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None) -> None:
+    def delete_pod(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None
+    ) -> None:
         """Delete the pod; ``uid`` is a precondition (ConflictError when the pod's UID differs)."""
         ...
 

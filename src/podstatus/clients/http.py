@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
@@ -290,7 +290,9 @@ class HttpKubeClient:
     # -- construction from configuration ---------------------------------------------
 
     @classmethod
-    def from_configuration(cls, cfg: Configuration, *, reload: Any = None, **kwargs: Any) -> HttpKubeClient:
+    def from_configuration(
+        cls, cfg: Configuration, *, reload: Callable[[], Configuration] | None = None, **kwargs: Any
+    ) -> HttpKubeClient:
         """From a loaded ``kubernetes.client.Configuration``; ``reload()`` gives a fresh one after a 401."""
         settings = settings_from_configuration(cfg)
         auth = ConfigAuth(cfg, reload=reload)

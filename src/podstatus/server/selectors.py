@@ -91,9 +91,7 @@ class LabelSelector:
                 values = [v.strip() for v in inner.split(",")] if inner.strip() else []
                 if not values and op == "in":
                     raise SelectorError(f"unable to parse requirement: {part!r}: values cannot be empty")
-                reqs.append(
-                    (_check_key(key, text), op, frozenset(_check_value(v, text) for v in values))
-                )
+                reqs.append((_check_key(key, text), op, frozenset(_check_value(v, text) for v in values)))
                 continue
             if "!=" in part:
                 key, _, value = part.partition("!=")

@@ -1,0 +1,297 @@
+"""The ``podstatus`` command: ``serve`` an embedded API server, ``simulate`` a node.
+
+``podstatus simulate`` is the main job: a node agent whose containers are
+simulated and whose pod status goes through the real status manager to a
+real API server (the embedded one, in this process, by default; any cluster
+with ``--kubeconfig``). It ends with a summary and exits non-zero when an
+invariant broke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from .errors import ApiError, InvalidObjectError
+
+log = logging.getLogger("podstatus")
+
+DEFAULT_PODS = 200
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="podstatus",
+        description="The kubelet's pod status manager for Python: serve an embedded API server or simulate a node.",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the embedded Kubernetes API server (pods and nodes) on loopback")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=6443, help="port (0 picks a free one; default 6443)")
+    serve.add_argument(
+        "--kubeconfig", default="podstatus.kubeconfig", help="where to write a kubeconfig that points at it"
+    )
+    serve.add_argument("--faults", default="", help="fault injection, e.g. error=0.1,latency=5ms..50ms,conflict=0.05")
+
+    sim = sub.add_parser("simulate", help="run a simulated node agent (the main job)")
+    sim.add_argument("--pods", type=_positive_int, default=None, help=f"pods of the built-in mix (default {DEFAULT_PODS})")
+    sim.add_argument("-f", "--filename", action="append", default=[], help="YAML/JSON file of pods (repeatable)")
+    sim.add_argument("--kubeconfig", default=None, help="act as a virtual node of this cluster instead")
+    sim.add_argument("--context", default=None, help="kubeconfig context")
+    sim.add_argument("--node", default="podstatus-node-1", help="node name")
+    sim.add_argument("--namespace", default="default")
+    sim.add_argument("--duration", type=float, default=55.0, help="stop after this many seconds at most")
+    sim.add_argument("--kubelet-mode", action="store_true", help="sync exactly as the kubelet (no fast path)")
+    sim.add_argument("--workers", type=_positive_int, default=None, help="sync workers (fast path)")
+    sim.add_argument("--in-process", action="store_true", help="talk to the embedded server without HTTP")
+    sim.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
+    sim.add_argument("--faults", default="", help="fault injection in the embedded server")
+    sim.add_argument("--write-kubeconfig", default=None, help="write a kubeconfig for the embedded server here")
+    sim.add_argument("--seed", type=int, default=1)
+    sim.add_argument("--delete-fraction", type=float, default=0.3, help="share of long-running pods deleted midway")
+    sim.add_argument("--no-progress", action="store_true", help="no live progress display")
+    return parser
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    try:
+        if args.command == "serve":
+            return cmd_serve(args)
+        return cmd_simulate(args)
+    except (InvalidObjectError, ValueError, OSError) as err:
+        Console(stderr=True).print(f"[bold red]error:[/] {err}")
+        return 2
+    except ApiError as err:
+        Console(stderr=True).print(f"[bold red]API error:[/] {err}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+# --- serve ------------------------------------------------------------------------------
+
+
+def _make_server(host: str, port: int, faults: str) -> Any:
+    from .server.http import EmbeddedApiServer
+
+    kwargs: dict[str, Any] = {}
+    if faults:
+        from .server.faults import FaultPlan
+
+        kwargs["faults"] = FaultPlan.parse(faults)
+    return EmbeddedApiServer(host=host, port=port, **kwargs)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    console = Console()
+    server = _make_server(args.host, args.port, args.faults)
+    server.start()
+    path = Path(args.kubeconfig).resolve()
+    server.write_kubeconfig(str(path))
+    console.print(f"podstatus API server listening on [bold]{server.url}[/]")
+    console.print(f"kubeconfig written to [bold]{path}[/]")
+    console.print(f"try: kubectl --kubeconfig {path} get pods -o wide -w")
+    stop = threading.Event()
+
+    def _handler(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, _handler)
+    signal.signal(signal.SIGTERM, _handler)
+    sys.stdout.flush()
+    stop.wait()
+    server.stop()
+    console.print("stopped")
+    return 0
+
+
+# --- simulate -------------------------------------------------------------------------
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .clients.base import RequestCounter
+    from .metrics import Metrics
+    from .simulator import Simulation
+    from .workloads import builtin_mix, load_pod_files
+
+    console = Console()
+    if args.filename:
+        manifests = load_pod_files(args.filename, namespace=args.namespace)
+        if args.pods:
+            manifests += builtin_mix(args.pods, namespace=args.namespace, seed=args.seed)
+    else:
+        manifests = builtin_mix(args.pods or DEFAULT_PODS, namespace=args.namespace, seed=args.seed)
+
+    metrics = Metrics() if args.metrics_port is not None else None
+    counter = RequestCounter()
+    if metrics is not None:
+        counter.add_callback(metrics.count_request)
+        metrics.serve(args.metrics_port)
+        console.print(f"Prometheus metrics on http://127.0.0.1:{args.metrics_port}/metrics")
+
+    server = None
+    if args.kubeconfig:
+        from .clients.http import HttpKubeClient
+
+        client: Any = HttpKubeClient.from_kubeconfig(args.kubeconfig, context=args.context, counter=counter)
+        target = f"cluster from {args.kubeconfig}"
+    else:
+        server = _make_server("127.0.0.1", 0, args.faults)
+        server.start()
+        kubeconfig = args.write_kubeconfig or os.path.join(tempfile.gettempdir(), f"podstatus-{os.getpid()}.kubeconfig")
+        server.write_kubeconfig(kubeconfig)
+        if args.in_process:
+            from .clients.embedded import EmbeddedClient
+
+            client = EmbeddedClient(server, counter=counter)
+            target = f"embedded API server (in process; also at {server.url})"
+        else:
+            from .clients.http import HttpKubeClient
+
+            client = HttpKubeClient(server.url, counter=counter)
+            target = f"embedded API server at {server.url}"
+        console.print(f"kubeconfig for kubectl: [bold]{kubeconfig}[/]")
+
+    options: dict[str, Any] = {} if args.kubelet_mode else {"fast_path": True}
+    if args.workers:
+        options["workers"] = args.workers
+    mode = "kubelet mode" if args.kubelet_mode else f"fast path, {options.get('workers', 4)} workers"
+    console.print(
+        f"Simulating node [bold]{args.node}[/] with {len(manifests)} pods against the {target} ({mode})"
+    )
+
+    sim = Simulation(
+        client,
+        manifests,
+        node_name=args.node,
+        duration=args.duration,
+        delete_fraction=args.delete_fraction,
+        seed=args.seed,
+        manager_options=options,
+        request_counter=counter,
+        on_sync=metrics.observe_sync if metrics is not None else None,
+    )
+    try:
+        if args.no_progress or not console.is_terminal:
+            last: list[str] = []
+
+            def _plain(p: dict[str, int]) -> None:
+                line = _progress_line(p)
+                if not last or last[0] != line:
+                    last[:] = [line]
+
+            sim.on_progress = _plain
+            result = sim.run()
+        else:
+            with Live(_progress_table({}), console=console, refresh_per_second=4, transient=True) as live:
+                sim.on_progress = lambda p: live.update(_progress_table(p))
+                result = sim.run()
+    finally:
+        if server is not None:
+            server.stop()
+    console.print(render_summary(result, args.node, mode))
+    if not result.ok:
+        console.print("[bold red]An invariant was broken: see above.[/]")
+        return 1
+    return 0
+
+
+def _progress_line(p: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in p.items())
+
+
+def _progress_table(p: dict[str, int]) -> Table:
+    table = Table(title="podstatus simulate", show_header=True, header_style="bold")
+    for key in ("created", "running", "succeeded", "failed", "deleted", "synced", "pending_sync"):
+        table.add_column(key.replace("_", " "), justify="right")
+    table.add_row(*(str(p.get(k, 0)) for k in ("created", "running", "succeeded", "failed", "deleted", "synced", "pending_sync")))
+    return table
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.1f} ms"
+
+
+def render_summary(result: Any, node: str, mode: str) -> Table:
+    outer = Table.grid(padding=(0, 2))
+    phases = Table(title="Pods by phase (on the server)", header_style="bold")
+    phases.add_column("phase")
+    phases.add_column("pods", justify="right")
+    for phase, count in sorted(result.phases.items()):
+        phases.add_row(phase, str(count))
+    phases.add_row("deleted (gone)", str(result.deleted))
+    phases.add_row("[bold]created[/]", f"[bold]{result.pods_created}[/]")
+
+    requests = Table(title="Requests by verb", header_style="bold")
+    requests.add_column("verb")
+    requests.add_column("requests", justify="right")
+    total = 0
+    for verb, count in sorted(result.requests.items()):
+        if count:
+            requests.add_row(verb, str(count))
+            total += count
+    requests.add_row("[bold]total[/]", f"[bold]{total}[/]")
+    writes = result.requests.get("get", 0) + result.requests.get("patch", 0)
+    if result.status_changes:
+        requests.add_row("get+patch per synced change", f"{writes / result.status_changes:.2f}")
+
+    latency = Table(title="Status propagation latency", header_style="bold")
+    latency.add_column("percentile")
+    latency.add_column("change → on server", justify="right")
+    for q in (50, 95, 99):
+        latency.add_row(f"p{q}", _ms(result.percentile(q)))
+    latency.add_row("max", _ms(max(result.latencies) if result.latencies else None))
+    latency.add_row("changes synced", str(result.status_changes))
+
+    invariants = Table(title="Invariants", header_style="bold")
+    invariants.add_column("invariant")
+    invariants.add_column("checked", justify="right")
+    invariants.add_column("violations", justify="right")
+    for inv in result.invariants:
+        style = "green" if inv.violations == 0 else "bold red"
+        invariants.add_row(inv.name, str(inv.checked), f"[{style}]{inv.violations}[/]")
+        for example in inv.examples:
+            invariants.add_row(f"  [red]{example}[/]", "", "")
+
+    outer.add_row(phases, requests)
+    outer.add_row(latency, invariants)
+    wrapper = Table(
+        title=f"podstatus simulate: node {node}, {mode}, {result.elapsed:.1f} s"
+        + ("" if result.settled else " (stopped at --duration before settling)"),
+        show_header=False,
+        box=None,
+    )
+    wrapper.add_row(outer)
+    return wrapper
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""An embedded Kubernetes API server for pods and nodes: in memory, on loopback HTTP.
+
+:class:`Store` holds the objects and their history; :class:`EmbeddedApiServer`
+serves it over HTTP to real clients (``kubectl``, the ``kubernetes`` package);
+:class:`podstatus.clients.embedded.EmbeddedClient` uses it in process.
+"""
+
+from .http import ApiHandler, EmbeddedApiServer, Request, Response, serve
+from .selectors import FieldSelector, LabelSelector, SelectorError
+from .store import Event, Store, Stored, Watch
+
+__all__ = [
+    "ApiHandler",
+    "EmbeddedApiServer",
+    "Event",
+    "FieldSelector",
+    "LabelSelector",
+    "Request",
+    "Response",
+    "SelectorError",
+    "Store",
+    "Stored",
+    "Watch",
+    "serve",
+]

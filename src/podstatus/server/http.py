@@ -1,0 +1,759 @@
+"""The embedded API server's HTTP front end (stdlib ``ThreadingHTTPServer``, HTTP/1.1 keep-alive).
+
+Every request becomes a :class:`Request` and goes through one callable,
+``EmbeddedApiServer.dispatch`` (by default :meth:`ApiHandler.handle`), which
+returns a :class:`Response`. A fault-injection layer can replace ``dispatch`` with
+a wrapper that delays, fails, answers with a conflict or asks for a connection
+reset (``Response(abort=True)``), without touching the API logic.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import signal
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import msgspec
+
+from ..clients.base import RequestCounter
+from ..errors import ApiError, GoneError, status_body
+from . import discovery
+from .store import RESOURCES, Event, Store, Stored, Watch, bad_request
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "ApiHandler",
+    "EmbeddedApiServer",
+    "Request",
+    "Response",
+    "serve",
+]
+
+log = logging.getLogger(__name__)
+
+_encode = msgspec.json.encode
+_decode = msgspec.json.decode
+
+# The real API server's limit on request bodies.
+MAX_BODY_BYTES = 3 * 1024 * 1024
+_JSON = "application/json"
+# How often an idle watch checks whether its client left or the server is stopping.
+_POLL_SECONDS = 1.0
+
+
+@dataclass(slots=True)
+class Request:
+    """One HTTP request, as the API logic sees it."""
+
+    method: str
+    path: str
+    query: dict[str, str] = field(default_factory=dict)
+    # Header names in lower case.
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    def header(self, name: str, default: str = "") -> str:
+        return self.headers.get(name.lower(), default)
+
+
+@dataclass(slots=True)
+class Response:
+    """What to answer. ``stream`` makes a chunked body (watch); ``abort`` resets the connection."""
+
+    status: int
+    body: bytes = b""
+    content_type: str = _JSON
+    headers: dict[str, str] = field(default_factory=dict)
+    stream: Iterator[bytes] | None = None
+    abort: bool = False
+
+    @classmethod
+    def json(cls, status: int, data: Any) -> Response:
+        return cls(status, _encode(data))
+
+    @classmethod
+    def error(cls, err: ApiError) -> Response:
+        body = err.status or status_body(err.code, err.reason, err.message)
+        return cls(err.code or 500, _encode(body))
+
+
+def _status_error(code: int, reason: str, message: str) -> Response:
+    return Response(code, _encode(status_body(code, reason, message)))
+
+
+_NOT_FOUND = "the server could not find the requested resource"
+_NOT_ALLOWED = "the server does not allow this method on the requested resource"
+
+
+def _flag(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    return value.lower() in ("1", "true", "yes")
+
+
+def _int_param(query: Mapping[str, str], name: str) -> int | None:
+    value = query.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        raise bad_request(f"invalid value for {name}: {value!r}") from None
+
+
+class ApiHandler:
+    """The API logic: routes a :class:`Request` to the store and renders the answer."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        server_address: Callable[[], str] = lambda: "127.0.0.1:0",
+        counter: RequestCounter | None = None,
+        stopping: threading.Event | None = None,
+        bookmark_interval: float = 60.0,
+        default_watch_timeout: float = 1800.0,
+    ) -> None:
+        self.store = store
+        self.counter = counter if counter is not None else RequestCounter()
+        self._server_address = server_address
+        self._stopping = stopping if stopping is not None else threading.Event()
+        self.bookmark_interval = bookmark_interval
+        self.default_watch_timeout = default_watch_timeout
+
+    def __call__(self, request: Request) -> Response:
+        return self.handle(request)
+
+    def handle(self, request: Request) -> Response:
+        try:
+            return self._route(request)
+        except ApiError as err:
+            return Response.error(err)
+        except Exception as err:
+            log.exception("internal error serving %s %s", request.method, request.path)
+            return _status_error(500, "InternalError", f"Internal error occurred: {err}")
+
+    # -- routing -----------------------------------------------------------------------
+
+    def _route(self, req: Request) -> Response:
+        parts = [p for p in req.path.split("/") if p]
+        if not parts:
+            return Response.json(200, {"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
+        head = parts[0]
+        if head == "api":
+            if len(parts) == 1:
+                return self._read_only(req, discovery.api_versions(self._server_address()))
+            if parts[1] != "v1":
+                return _status_error(404, "NotFound", _NOT_FOUND)
+            if len(parts) == 2:
+                return self._read_only(req, discovery.api_resource_list())
+            return self._resource(req, parts[2:])
+        if head == "apis" and len(parts) == 1:
+            return self._read_only(req, discovery.api_group_list())
+        if head == "version" and len(parts) == 1:
+            return self._read_only(req, discovery.version_info())
+        if head in ("healthz", "livez", "readyz"):
+            return Response(200, b"ok", content_type="text/plain; charset=utf-8")
+        if head == "openapi" and len(parts) >= 2 and parts[1] == "v3":
+            if req.method != "GET":
+                return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
+            if len(parts) == 2:
+                return Response.json(200, discovery.openapi_v3_root())
+            if parts[2:] == ["api", "v1"]:
+                return Response(200, discovery.openapi_v3_document_bytes())
+        return _status_error(404, "NotFound", _NOT_FOUND)
+
+    @staticmethod
+    def _read_only(req: Request, data: Any) -> Response:
+        if req.method != "GET":
+            return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
+        return Response.json(200, data)
+
+    def _resource(self, req: Request, parts: list[str]) -> Response:
+        watch_path = False
+        if parts[0] == "watch":
+            watch_path = True
+            parts = parts[1:]
+        namespace: str | None = None
+        if len(parts) >= 3 and parts[0] == "namespaces":
+            namespace = parts[1]
+            parts = parts[2:]
+        if not parts or parts[0] not in RESOURCES or len(parts) > 3:
+            return _status_error(404, "NotFound", _NOT_FOUND)
+        resource = parts[0]
+        info = RESOURCES[resource]
+        if info.namespaced and namespace is None and len(parts) > 1:
+            return _status_error(404, "NotFound", _NOT_FOUND)
+        if not info.namespaced and namespace is not None:
+            return _status_error(404, "NotFound", _NOT_FOUND)
+        name = parts[1] if len(parts) > 1 else None
+        sub = parts[2] if len(parts) > 2 else None
+        method = req.method
+        if watch_path or (name is None and method == "GET" and _flag(req.query.get("watch"))):
+            if method != "GET":
+                return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
+            if name is not None:
+                # /watch/.../pods/NAME: a watch of one object.
+                req.query["fieldSelector"] = ",".join(
+                    s for s in (req.query.get("fieldSelector"), f"metadata.name={name}") if s
+                )
+            return self._watch(req, resource, namespace)
+        if name is None:
+            if method == "GET":
+                return self._list(req, resource, namespace)
+            if method == "POST" and info.namespaced == (namespace is not None) and resource != "namespaces":
+                self.counter.inc("create")
+                stored = self.store.create(resource, namespace, self._json_body(req))
+                return Response(201, stored.raw)
+            if method == "DELETE" and resource != "namespaces":
+                return self._delete_collection(req, resource, namespace)
+            return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
+        if sub is not None:
+            if sub == "binding" and resource == "pods" and method == "POST":
+                return self._bind(req, namespace or "", name)
+            if sub != "status" or resource == "namespaces":
+                return _status_error(404, "NotFound", _NOT_FOUND)
+            if method not in ("GET", "PUT", "PATCH"):
+                return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
+        if method == "GET":
+            self.counter.inc("get")
+            stored = self.store.get(resource, namespace, name)
+            return self._object(req, resource, stored)
+        if method == "PUT":
+            self.counter.inc("update")
+            stored = self.store.update(resource, namespace, name, self._json_body(req), subresource=sub)
+            return Response(200, stored.raw)
+        if method == "PATCH":
+            self.counter.inc("patch")
+            ctype = req.header("content-type") or "application/strategic-merge-patch+json"
+            stored = self.store.patch(resource, namespace, name, req.body, ctype, subresource=sub)
+            return Response(200, stored.raw)
+        if method == "DELETE":
+            self.counter.inc("delete")
+            return self._delete(req, resource, namespace, name)
+        return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
+
+    @staticmethod
+    def _json_body(req: Request) -> bytes:
+        ctype = req.header("content-type").split(";")[0].strip().lower()
+        if ctype not in ("", _JSON, "*/*"):
+            message = (
+                f"the body of the request was in an unknown format - accepted media types include: {_JSON}"
+                f" (got {ctype!r})"
+            )
+            raise ApiError(message, code=415, reason="UnsupportedMediaType",
+                           status=status_body(415, "UnsupportedMediaType", message))  # fmt: skip
+        return req.body
+
+    # -- reads -------------------------------------------------------------------------
+
+    @staticmethod
+    def _wants_table(req: Request, resource: str) -> bool:
+        accept = req.header("accept")
+        return "as=Table" in accept and resource in ("pods", "nodes", "namespaces")
+
+    def _object(self, req: Request, resource: str, stored: Stored) -> Response:
+        if self._wants_table(req, resource):
+            data = discovery.table(
+                resource, [stored], stored.rv, include_object=req.query.get("includeObject", ""),
+                now=self.store.now(),
+            )  # fmt: skip
+            return Response(200, _encode(data), content_type=_TABLE_TYPE)
+        return Response(200, stored.raw)
+
+    def _list(self, req: Request, resource: str, namespace: str | None) -> Response:
+        self.counter.inc("list")
+        items, rv = self.store.list(
+            resource,
+            namespace,
+            label_selector=req.query.get("labelSelector"),
+            field_selector=req.query.get("fieldSelector"),
+        )
+        if self._wants_table(req, resource):
+            data = discovery.table(
+                resource, items, rv, include_object=req.query.get("includeObject", ""), now=self.store.now()
+            )
+            return Response(200, _encode(data), content_type=_TABLE_TYPE)
+        kind = RESOURCES[resource].list_kind
+        # Items are stored encoded: the list is a join, not a re-encode.
+        body = b"".join(
+            (
+                b'{"kind":"',
+                kind.encode(),
+                b'","apiVersion":"v1","metadata":{"resourceVersion":"',
+                str(rv).encode(),
+                b'"},"items":[',
+                b",".join(s.raw for s in items),
+                b"]}",
+            )
+        )
+        return Response(200, body)
+
+    def _watch(self, req: Request, resource: str, namespace: str | None) -> Response:
+        self.counter.inc("watch")
+        q = req.query
+        watch = self.store.watch(
+            resource,
+            namespace,
+            resource_version=q.get("resourceVersion"),
+            label_selector=q.get("labelSelector"),
+            field_selector=q.get("fieldSelector"),
+            send_initial_events=_flag(q.get("sendInitialEvents")),
+        )
+        timeout = _int_param(q, "timeoutSeconds")
+        table = self._wants_table(req, resource)
+        stream = self._watch_stream(
+            watch,
+            resource,
+            timeout=float(timeout) if timeout is not None else self.default_watch_timeout,
+            bookmarks=bool(_flag(q.get("allowWatchBookmarks"))),
+            table=table,
+            include_object=q.get("includeObject", ""),
+        )
+        return Response(200, content_type=_TABLE_TYPE if table else _JSON, stream=stream)
+
+    def _watch_stream(
+        self,
+        watch: Watch,
+        resource: str,
+        *,
+        timeout: float,
+        bookmarks: bool,
+        table: bool,
+        include_object: str,
+    ) -> Iterator[bytes]:
+        """Event lines; an empty chunk now and then lets the writer notice a departed client."""
+        deadline = time.monotonic() + timeout
+        last_bookmark = time.monotonic()
+        first = True
+        kind = RESOURCES[resource].kind
+        try:
+            while True:
+                if watch.initial_events_end_pending and not watch.in_initial_events:
+                    watch.initial_events_end_pending = False
+                    if bookmarks:
+                        yield self._bookmark(kind, watch.resource_version, initial_end=True)
+                        last_bookmark = time.monotonic()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stopping.is_set():
+                    return
+                try:
+                    event = watch.next(timeout=min(remaining, _POLL_SECONDS))
+                except GoneError as err:
+                    body = err.status or status_body(410, "Expired", err.message)
+                    yield b'{"type":"ERROR","object":' + _encode(body) + b"}\n"
+                    return
+                if event is None:
+                    if self.store.closed:
+                        return
+                    if bookmarks and time.monotonic() - last_bookmark >= self.bookmark_interval:
+                        yield self._bookmark(kind, watch.resource_version)
+                        last_bookmark = time.monotonic()
+                    else:
+                        yield b""
+                    continue
+                yield self._event_line(event, resource, table, include_object, first)
+                first = False
+        finally:
+            watch.close()
+
+    def _event_line(
+        self, event: Event, resource: str, table: bool, include_object: str, first: bool
+    ) -> bytes:
+        if table:
+            data = discovery.table(
+                resource, [event.stored], event.rv, include_object=include_object or "PartialObjectMetadata",
+                now=self.store.now(), with_columns=first,
+            )  # fmt: skip
+            obj = _encode(data)
+        else:
+            obj = event.stored.raw
+        return b'{"type":"' + event.type.encode() + b'","object":' + obj + b"}\n"
+
+    @staticmethod
+    def _bookmark(kind: str, rv: int, *, initial_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(rv), "creationTimestamp": None}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": kind, "apiVersion": "v1", "metadata": meta}
+        return _encode({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+    # -- deletes -----------------------------------------------------------------------
+
+    @staticmethod
+    def _delete_options(req: Request) -> tuple[int | None, str | None, str | None]:
+        grace = _int_param(req.query, "gracePeriodSeconds")
+        uid = rv = None
+        if req.body.strip():
+            try:
+                opts = _decode(req.body)
+            except msgspec.DecodeError as err:
+                raise bad_request(f"invalid DeleteOptions: {err}") from None
+            if not isinstance(opts, dict):
+                raise bad_request("invalid DeleteOptions: not a JSON object")
+            if opts.get("gracePeriodSeconds") is not None:
+                if not isinstance(opts["gracePeriodSeconds"], int):
+                    raise bad_request("invalid DeleteOptions: gracePeriodSeconds must be an integer")
+                grace = opts["gracePeriodSeconds"]
+            pre = opts.get("preconditions") or {}
+            if isinstance(pre, dict):
+                uid = pre.get("uid")
+                rv = pre.get("resourceVersion")
+        return grace, uid, rv
+
+    def _delete(self, req: Request, resource: str, namespace: str | None, name: str) -> Response:
+        grace, uid, rv = self._delete_options(req)
+        stored, _gone = self.store.delete(
+            resource, namespace, name, grace_period_seconds=grace, uid=uid, resource_version=rv
+        )
+        return Response(200, stored.raw)
+
+    def _delete_collection(self, req: Request, resource: str, namespace: str | None) -> Response:
+        self.counter.inc("deletecollection")
+        grace, _, _ = self._delete_options(req)
+        items, rv = self.store.list(
+            resource,
+            namespace,
+            label_selector=req.query.get("labelSelector"),
+            field_selector=req.query.get("fieldSelector"),
+        )
+        out: list[bytes] = []
+        for item in items:
+            ns = item.metadata.get("namespace")
+            try:
+                stored, _ = self.store.delete(resource, ns, item.name, grace_period_seconds=grace)
+            except ApiError as err:
+                if err.code == 404:
+                    continue
+                raise
+            out.append(stored.raw)
+        kind = RESOURCES[resource].list_kind
+        head = f'{{"kind":"{kind}","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}"}},"items":['
+        return Response(200, head.encode() + b",".join(out) + b"]}")
+
+    def _bind(self, req: Request, namespace: str, name: str) -> Response:
+        self.counter.inc("create")
+        try:
+            body = _decode(self._json_body(req))
+        except msgspec.DecodeError as err:
+            raise bad_request(f"invalid Binding: {err}") from None
+        target = body.get("target") if isinstance(body, dict) else None
+        node = target.get("name") if isinstance(target, dict) else None
+        if not isinstance(node, str) or not node:
+            raise bad_request("invalid Binding: target.name is required")
+        self.store.bind(namespace, name, node)
+        ok = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        return Response.json(201, ok)
+
+
+_TABLE_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+# --- the HTTP server -----------------------------------------------------------------
+
+
+class _HttpServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    owner: EmbeddedApiServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "podstatus-embedded-apiserver"
+    sys_version = ""
+    # Idle keep-alive connections give their thread back after this long.
+    timeout = 300
+    server: _HttpServer
+
+    def setup(self) -> None:
+        super().setup()
+        # Small request/response pairs on keep-alive connections: never wait for Nagle.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.client_address[0], *args)
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    def _read_body(self, limit: int) -> bytes | None:
+        """The request body, or None when it is larger than ``limit``."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                line = self.rfile.readline(65537)
+                n = int(line.split(b";")[0].strip() or b"0", 16)
+                if n == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                size += n
+                if size > limit:
+                    return None
+                chunks.append(self.rfile.read(n))
+                self.rfile.readline(65537)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > limit:
+            # Drain a moderately large body so the client reads our 413 instead of a reset.
+            left = length if length <= 16 * limit else 0
+            while left > 0:
+                got = self.rfile.read(min(left, 1 << 20))
+                if not got:
+                    break
+                left -= len(got)
+            return None
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _serve(self) -> None:
+        owner = self.server.owner
+        started = time.perf_counter()
+        try:
+            body = self._read_body(owner.max_body_bytes)
+        except ValueError:
+            self.close_connection = True
+            self._write(_status_error(400, "BadRequest", "malformed request body framing"))
+            return
+        if body is None:
+            # The rest of the body is never read: the connection cannot be reused.
+            self.close_connection = True
+            response = _status_error(
+                413, "RequestEntityTooLarge", f"Request entity too large: limit is {owner.max_body_bytes}"
+            )
+        else:
+            split = urlsplit(self.path)
+            request = Request(
+                method=self.command,
+                path=split.path,
+                query=dict(parse_qsl(split.query, keep_blank_values=True)),
+                headers={k.lower(): v for k, v in self.headers.items()},
+                body=body,
+            )
+            response = owner.dispatch(request)
+        if response.abort:
+            self._reset()
+            return
+        self._write(response)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s %s -> %d (%.1f ms)", self.command, self.path, response.status,
+                (time.perf_counter() - started) * 1000,
+            )  # fmt: skip
+
+    def _reset(self) -> None:
+        # SO_LINGER 0: close sends RST, as a crashed or overloaded server would.
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass
+
+    def _head(self, response: Response, extra: list[tuple[str, str]]) -> bytes:
+        reason = self.responses.get(response.status, ("",))[0]
+        lines = [
+            f"HTTP/1.1 {response.status} {reason}",
+            f"Content-Type: {response.content_type}",
+            "Cache-Control: no-cache, private",
+            f"Date: {self.date_time_string()}",
+        ]
+        lines += [f"{k}: {v}" for k, v in response.headers.items()]
+        lines += [f"{k}: {v}" for k, v in extra]
+        if self.close_connection:
+            lines.append("Connection: close")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _write(self, response: Response) -> None:
+        if response.stream is None:
+            body = b"" if self.command == "HEAD" else response.body
+            head = self._head(response, [("Content-Length", str(len(response.body)))])
+            self.wfile.write(head + body)
+            return
+        stream = response.stream
+        try:
+            self.wfile.write(self._head(response, [("Transfer-Encoding", "chunked")]))
+            for chunk in stream:
+                if not chunk:
+                    if self._client_gone():
+                        self.close_connection = True
+                        return
+                    continue
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+
+    def _client_gone(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+
+class EmbeddedApiServer:
+    """An in-memory Kubernetes API server for pods and nodes, on loopback HTTP.
+
+    ``EmbeddedApiServer(host="127.0.0.1", port=0, store=None)``; ``port=0`` picks a
+    free port. ``start()`` / ``stop()`` or ``with EmbeddedApiServer() as server:``;
+    ``server.url`` is the base URL, ``server.store`` the :class:`Store`,
+    ``server.counter`` counts requests by verb. Every request goes through
+    ``server.dispatch`` (a ``Request -> Response`` callable that can be wrapped).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        store: Store | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        reap_interval: float = 1.0,
+        bookmark_interval: float = 60.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.store = store if store is not None else Store()
+        self.max_body_bytes = max_body_bytes
+        self.reap_interval = reap_interval
+        self.counter = RequestCounter()
+        self._stopping = threading.Event()
+        self.api = ApiHandler(
+            self.store,
+            server_address=lambda: f"{self.host}:{self.port}",
+            counter=self.counter,
+            stopping=self._stopping,
+            bookmark_interval=bookmark_interval,
+        )
+        self.dispatch: Callable[[Request], Response] = self.api.handle
+        self._httpd: _HttpServer | None = None
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("the server is not started")
+        host = self.host if ":" not in self.host else f"[{self.host}]"
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> EmbeddedApiServer:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        server_class = type("_Server", (_HttpServer,), {"address_family": family})
+        httpd = server_class((self.host, self.port), _Handler)
+        httpd.owner = self
+        self.port = httpd.server_address[1]
+        self._httpd = httpd
+        serve = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                 name=f"apiserver-{self.port}", daemon=True)  # fmt: skip
+        reaper = threading.Thread(target=self._reap_loop, name=f"apiserver-reaper-{self.port}", daemon=True)
+        self._threads = [serve, reaper]
+        for t in self._threads:
+            t.start()
+        log.info("embedded API server listening on %s", self.url)
+        return self
+
+    def stop(self) -> None:
+        httpd = self._httpd
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        httpd.server_close()
+        for t in self._threads:
+            t.join(timeout=5)
+        self._httpd = None
+        self._threads = []
+        log.info("embedded API server on port %d stopped", self.port)
+
+    def __enter__(self) -> EmbeddedApiServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _reap_loop(self) -> None:
+        # Graceful deletions run out even when nobody touches the store.
+        while not self._stopping.wait(self.reap_interval):
+            try:
+                self.store.reap()
+            except Exception:
+                log.exception("reaping terminating pods failed")
+
+    def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
+        """A kubeconfig (as a dict) pointing at this server: plain HTTP, no auth."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "podstatus", "cluster": {"server": self.url}}],
+            "users": [{"name": "podstatus", "user": {}}],
+            "contexts": [
+                {
+                    "name": "podstatus",
+                    "context": {"cluster": "podstatus", "user": "podstatus", "namespace": namespace},
+                }
+            ],
+            "current-context": "podstatus",
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
+        """Write :meth:`kubeconfig` to ``path`` (JSON is valid YAML); returns the path."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(msgspec.json.format(_encode(self.kubeconfig(namespace=namespace))) + b"\n")
+        return target
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    kubeconfig_path: str | Path | None = None,
+    *,
+    store: Store | None = None,
+    ready: Callable[[EmbeddedApiServer], None] | None = None,
+) -> None:
+    """Run a server until SIGINT or SIGTERM (call from the main thread).
+
+    Writes the kubeconfig when a path is given, logs the URL, and calls
+    ``ready(server)`` once it listens (the CLI prints the address there).
+    """
+    done = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        done.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with EmbeddedApiServer(host, port, store=store) as server:
+            if kubeconfig_path is not None:
+                server.write_kubeconfig(kubeconfig_path)
+            log.info("serving the Kubernetes API on %s", server.url)
+            if ready is not None:
+                ready(server)
+            while not done.wait(0.5):
+                pass
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

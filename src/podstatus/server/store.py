@@ -1,0 +1,1283 @@
+"""The embedded API server's in-memory object store: pods and nodes (namespaces implied).
+
+It does what the real API server's registry does for these resources: defaulting,
+validation, resourceVersion concurrency, UID preconditions, graceful deletion and
+a watchable event history. Errors are the :mod:`podstatus.errors` classes, each
+carrying the ``Status`` body the real server would send, so the HTTP front end and
+the in-process client share one vocabulary.
+
+Objects are kept as wire dicts plus their encoded JSON (and, for pods, the decoded
+:class:`~podstatus.types.Pod`). A stored dict is never changed after it is stored:
+every write builds a new dict, so readers get it without copying and must treat
+it as read-only. Writes are serialised by one lock; every write bumps one global
+resourceVersion and appends one event to a ring buffer that watchers read at their
+own pace (fan-out costs nothing per watcher on the write path).
+"""
+
+from __future__ import annotations
+
+import heapq
+import ipaddress
+import json
+import logging
+import random
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from ..errors import (
+    ApiError,
+    BadRequestError,
+    ConflictError,
+    GoneError,
+    MethodNotAllowedError,
+    NotFoundError,
+    UnprocessableEntityError,
+    UnsupportedMediaTypeError,
+    status_body,
+)
+from ..patch import (
+    POD_MERGE_KEYS,
+    PatchError,
+    apply_json_merge_patch,
+    apply_json_patch,
+    apply_strategic_merge_patch,
+)
+from ..types import InvalidObjectError, Pod
+from .selectors import FieldSelector, LabelSelector, SelectorError
+
+__all__ = [
+    "JSON_MERGE_PATCH",
+    "JSON_PATCH",
+    "RESOURCES",
+    "STRATEGIC_MERGE_PATCH",
+    "Event",
+    "ResourceInfo",
+    "Store",
+    "Stored",
+    "Watch",
+]
+
+log = logging.getLogger(__name__)
+
+_encode = msgspec.json.encode
+_decode = msgspec.json.decode
+
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+JSON_MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+_PATCH_TYPES = {
+    STRATEGIC_MERGE_PATCH: STRATEGIC_MERGE_PATCH,
+    "strategic": STRATEGIC_MERGE_PATCH,
+    JSON_MERGE_PATCH: JSON_MERGE_PATCH,
+    "merge": JSON_MERGE_PATCH,
+    JSON_PATCH: JSON_PATCH,
+    "json": JSON_PATCH,
+}
+
+_NODE_MERGE_KEYS: Mapping[tuple[str, ...], str] = {
+    ("metadata", "finalizers"): "",
+    ("metadata", "ownerReferences"): "uid",
+    ("spec", "podCIDRs"): "",
+    ("status", "conditions"): "type",
+    ("status", "addresses"): "type",
+    ("status", "volumesAttached"): "name",
+}
+
+
+class ResourceInfo:
+    """Static facts about a served resource."""
+
+    __slots__ = ("kind", "list_kind", "merge_keys", "name", "namespaced", "singular")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        *,
+        namespaced: bool,
+        merge_keys: Mapping[tuple[str, ...], str],
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.list_kind = kind + "List"
+        self.singular = kind.lower()
+        self.namespaced = namespaced
+        self.merge_keys = merge_keys
+
+
+RESOURCES: dict[str, ResourceInfo] = {
+    "pods": ResourceInfo("pods", "Pod", namespaced=True, merge_keys=POD_MERGE_KEYS),
+    "nodes": ResourceInfo("nodes", "Node", namespaced=False, merge_keys=_NODE_MERGE_KEYS),
+    "namespaces": ResourceInfo("namespaces", "Namespace", namespaced=False, merge_keys={}),
+}
+
+_DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+class Stored:
+    """One stored object version: the wire dict (read-only), its JSON, and the decoded Pod."""
+
+    __slots__ = ("obj", "pod", "raw", "rv")
+
+    def __init__(self, obj: dict[str, Any], raw: bytes, pod: Pod | None, rv: int) -> None:
+        self.obj = obj
+        self.raw = raw
+        self.pod = pod
+        self.rv = rv
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = self.obj["metadata"]
+        return meta
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid", ""))
+
+    def __repr__(self) -> str:
+        return f"Stored({self.obj.get('kind')} {self.name!r} rv={self.rv})"
+
+
+class Event:
+    """One change: ``ADDED``, ``MODIFIED``, ``DELETED`` (or ``BOOKMARK`` made by watchers)."""
+
+    __slots__ = ("namespace", "old", "resource", "rv", "stored", "type")
+
+    def __init__(
+        self, type: str, resource: str, namespace: str, stored: Stored, old: Stored | None, rv: int
+    ) -> None:
+        self.type = type
+        self.resource = resource
+        self.namespace = namespace
+        self.stored = stored
+        self.old = old
+        self.rv = rv
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        return self.stored.obj
+
+    def __repr__(self) -> str:
+        return f"Event({self.type} {self.resource} {self.namespace}/{self.stored.name} rv={self.rv})"
+
+
+# --- errors as the real server words them ---------------------------------------------
+
+
+def not_found(resource: str, name: str) -> NotFoundError:
+    message = f'{resource} "{name}" not found'
+    return NotFoundError(message, status=status_body(404, "NotFound", message, name=name, kind=resource))
+
+
+def already_exists(resource: str, name: str) -> ConflictError:
+    message = f'{resource} "{name}" already exists'
+    return ConflictError(
+        message,
+        reason="AlreadyExists",
+        status=status_body(409, "AlreadyExists", message, name=name, kind=resource),
+    )
+
+
+def conflict(resource: str, name: str, why: str) -> ConflictError:
+    message = f'Operation cannot be fulfilled on {resource} "{name}": {why}'
+    return ConflictError(message, status=status_body(409, "Conflict", message, name=name, kind=resource))
+
+
+_MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
+
+
+def bad_request(message: str) -> BadRequestError:
+    return BadRequestError(message, status=status_body(400, "BadRequest", message))
+
+
+def _go_value(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class FieldError:
+    """One ``field.Error`` of the real server's validation."""
+
+    __slots__ = ("detail", "field", "type", "value")
+
+    _REASONS = {
+        "Required value": "FieldValueRequired",
+        "Invalid value": "FieldValueInvalid",
+        "Duplicate value": "FieldValueDuplicate",
+        "Unsupported value": "FieldValueNotSupported",
+        "Forbidden": "FieldValueForbidden",
+    }
+
+    def __init__(self, field: str, type: str, value: Any = None, detail: str = "") -> None:
+        self.field = field
+        self.type = type
+        self.value = value
+        self.detail = detail
+
+    def body(self) -> str:
+        if self.type in ("Required value", "Forbidden"):
+            return f"{self.type}: {self.detail}" if self.detail else self.type
+        if self.type == "Duplicate value":
+            return f"{self.type}: {_go_value(self.value)}"
+        text = f"{self.type}: {_go_value(self.value)}"
+        return f"{text}: {self.detail}" if self.detail else text
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body()}"
+
+    def cause(self) -> dict[str, str]:
+        return {
+            "reason": self._REASONS.get(self.type, "FieldValueInvalid"),
+            "message": self.body(),
+            "field": self.field,
+        }
+
+
+def invalid(kind: str, name: str, errors: list[FieldError]) -> UnprocessableEntityError:
+    text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
+    message = f'{kind} "{name}" is invalid: {text}'
+    body = status_body(422, "Invalid", message, name=name, kind=kind, causes=[e.cause() for e in errors])
+    return UnprocessableEntityError(message, status=body)
+
+
+# --- validation helpers ------------------------------------------------------------
+
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+_CONDITION_STATUSES = ("False", "True", "Unknown")
+_TERMINAL = ("Succeeded", "Failed")
+_GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _check_subdomain(value: str, field: str, errors: list[FieldError]) -> None:
+    if len(value) > 253:
+        errors.append(FieldError(field, "Invalid value", value, "must be no more than 253 characters"))
+    elif not _DNS1123_SUBDOMAIN.match(value):
+        errors.append(FieldError(field, "Invalid value", value, _SUBDOMAIN_MSG))
+
+
+def _unsupported(field: str, value: Any, supported: tuple[str, ...]) -> FieldError:
+    values = ", ".join(json.dumps(s) for s in supported)
+    return FieldError(field, "Unsupported value", value, f"supported values: {values}")
+
+
+def _image_pull_policy(image: str) -> str:
+    # The real defaulting: no tag or ``:latest`` pulls always.
+    last = image.rsplit("/", 1)[-1]
+    if "@" in last:
+        return "IfNotPresent"
+    tag = last.partition(":")[2]
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def _default_containers(containers: Any) -> None:
+    if not isinstance(containers, list):
+        return
+    for c in containers:
+        if not isinstance(c, dict):
+            continue
+        c.setdefault("terminationMessagePath", "/dev/termination-log")
+        c.setdefault("terminationMessagePolicy", "File")
+        if isinstance(c.get("image"), str):
+            c.setdefault("imagePullPolicy", _image_pull_policy(c["image"]))
+        c.setdefault("resources", {})
+        for port in c.get("ports") or ():
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+
+
+def _default_pod_spec(spec: dict[str, Any]) -> None:
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    _default_containers(spec.get("containers"))
+    _default_containers(spec.get("initContainers"))
+
+
+def _qos_class(spec: dict[str, Any]) -> str:
+    requests_seen = False
+    guaranteed = True
+    for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        res = c.get("resources") or {} if isinstance(c, dict) else {}
+        req = res.get("requests") or {}
+        lim = res.get("limits") or {}
+        if req or lim:
+            requests_seen = True
+        for name in ("cpu", "memory"):
+            if name not in lim or str(req.get(name, lim[name])) != str(lim[name]):
+                guaranteed = False
+    if not requests_seen:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _validate_pod_spec(spec: Any, errors: list[FieldError]) -> None:
+    if not isinstance(spec, dict):
+        errors.append(FieldError("spec", "Required value"))
+        return
+    seen: set[str] = set()
+    for section in ("initContainers", "containers"):
+        containers = spec.get(section) or []
+        if section == "containers" and not containers:
+            errors.append(FieldError("spec.containers", "Required value"))
+        for i, c in enumerate(containers):
+            path = f"spec.{section}[{i}]"
+            name = c.get("name") if isinstance(c, dict) else None
+            if not name:
+                errors.append(FieldError(f"{path}.name", "Required value"))
+            elif not _DNS1123_LABEL.match(name) or len(name) > 63:
+                errors.append(FieldError(f"{path}.name", "Invalid value", name, _LABEL_MSG))
+            elif name in seen:
+                errors.append(FieldError(f"{path}.name", "Duplicate value", name))
+            else:
+                seen.add(name)
+            if isinstance(c, dict) and not c.get("image"):
+                errors.append(FieldError(f"{path}.image", "Required value"))
+    policy = spec.get("restartPolicy")
+    if policy not in ("Always", "OnFailure", "Never"):
+        errors.append(_unsupported("spec.restartPolicy", policy, ("Always", "Never", "OnFailure")))
+    for i, gate in enumerate(spec.get("readinessGates") or ()):
+        if not isinstance(gate, dict) or not gate.get("conditionType"):
+            errors.append(FieldError(f"spec.readinessGates[{i}].conditionType", "Required value"))
+
+
+def _check_ips(status: dict[str, Any], key: str, errors: list[FieldError]) -> None:
+    seen: set[str] = set()
+    for i, item in enumerate(status.get(key) or ()):
+        ip = item.get("ip") if isinstance(item, dict) else None
+        path = f"status.{key}[{i}].ip"
+        try:
+            ipaddress.ip_address(ip or "")
+        except ValueError:
+            errors.append(FieldError(path, "Invalid value", ip or "", "must be a valid IP address"))
+            continue
+        if ip in seen:
+            errors.append(FieldError(path, "Duplicate value", ip))
+        seen.add(str(ip))
+
+
+def _terminated_exit(statuses: Any) -> dict[str, int | None]:
+    """name -> exit code of containers whose state is terminated."""
+    out: dict[str, int | None] = {}
+    for cs in statuses or ():
+        if isinstance(cs, dict):
+            term = (cs.get("state") or {}).get("terminated")
+            if isinstance(term, dict):
+                out[str(cs.get("name"))] = term.get("exitCode")
+    return out
+
+
+def _validate_pod_status(old: dict[str, Any], new: dict[str, Any], errors: list[FieldError]) -> None:
+    old_status = old.get("status") or {}
+    status = new.get("status") or {}
+    if not isinstance(status, dict):
+        return
+    old_phase = old_status.get("phase")
+    phase = status.get("phase")
+    if old_phase in _TERMINAL and phase not in _TERMINAL:
+        errors.append(
+            FieldError("status.phase", "Forbidden", detail="cannot transition from a terminal phase")
+        )
+    for i, cond in enumerate(status.get("conditions") or ()):
+        if not isinstance(cond, dict):
+            continue
+        if not cond.get("type"):
+            errors.append(FieldError(f"status.conditions[{i}].type", "Required value"))
+        value = cond.get("status")
+        if value not in _CONDITION_STATUSES:
+            errors.append(_unsupported(f"status.conditions[{i}].status", value, _CONDITION_STATUSES))
+    _check_ips(status, "podIPs", errors)
+    _check_ips(status, "hostIPs", errors)
+    # A container that may not restart may not leave the terminated state (ValidateContainerStateTransition).
+    policy = (old.get("spec") or {}).get("restartPolicy") or "Always"
+    if policy == "Always":
+        return
+    for key in ("containerStatuses", "initContainerStatuses"):
+        before = _terminated_exit(old_status.get(key))
+        if not before:
+            continue
+        sidecars: set[str] = set()
+        if key == "initContainerStatuses":
+            for c in (old.get("spec") or {}).get("initContainers") or ():
+                if isinstance(c, dict) and c.get("restartPolicy") == "Always":
+                    sidecars.add(str(c.get("name")))
+        for i, cs in enumerate(status.get(key) or ()):
+            if not isinstance(cs, dict):
+                continue
+            name = str(cs.get("name"))
+            if name not in before or name in sidecars:
+                continue
+            if policy == "OnFailure" and before[name] != 0:
+                continue
+            if not isinstance((cs.get("state") or {}).get("terminated"), dict):
+                errors.append(
+                    FieldError(
+                        f"status.{key}[{i}].state",
+                        "Forbidden",
+                        detail="may not be transitioned to non-terminated state",
+                    )
+                )
+
+
+_MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
+_SPEC_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+    "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+    "(allow it to be set to 1 if it was previously negative)"
+)
+
+
+def _spec_fingerprint(spec: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in spec.items() if k not in _MUTABLE_SPEC}
+    for key in ("containers", "initContainers"):
+        if isinstance(out.get(key), list):
+            out[key] = [
+                {k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c for c in out[key]
+            ]
+    return out
+
+
+def _rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_rfc3339(text: str) -> float:
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _selectors(
+    resource: str, label_selector: str | LabelSelector | None, field_selector: str | FieldSelector | None
+) -> tuple[LabelSelector | None, FieldSelector | None]:
+    try:
+        ls = label_selector if not isinstance(label_selector, str) else LabelSelector.parse(label_selector)
+        fs = (
+            field_selector
+            if not isinstance(field_selector, str)
+            else FieldSelector.parse(field_selector, resource)
+        )
+    except SelectorError as err:
+        raise bad_request(str(err)) from None
+    return (None if ls is None or ls.empty else ls), (None if fs is None or fs.empty else fs)
+
+
+def _matches(obj: dict[str, Any], ls: LabelSelector | None, fs: FieldSelector | None) -> bool:
+    if ls is not None and not ls.matches((obj.get("metadata") or {}).get("labels")):
+        return False
+    return fs is None or fs.matches(obj)
+
+
+# --- the store -----------------------------------------------------------------------
+
+
+class Store:
+    """Thread-safe in-memory pods, nodes and (implied) namespaces with watch history.
+
+    ``history_size`` bounds the events a watch can resume from; older
+    resourceVersions get 410 Expired. ``clock`` gives epoch seconds (tests may
+    fake it). With ``reap_terminating``, a pod whose graceful deletion ran out
+    is removed on the next store access (or :meth:`reap` call), like a kubelet
+    that finished it would; without it, it stays until deleted with grace 0.
+    """
+
+    def __init__(
+        self,
+        *,
+        history_size: int = 10000,
+        clock: Callable[[], float] = time.time,
+        reap_terminating: bool = True,
+    ) -> None:
+        if history_size < 1:
+            raise ValueError("history_size must be positive")
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._clock = clock
+        self._reap_terminating = reap_terminating
+        self._rv = 0
+        self._size = history_size
+        self._ring: list[Event | None] = [None] * history_size
+        # resource -> namespace ("" when cluster-scoped) -> name -> current version
+        self._objects: dict[str, dict[str, dict[str, Stored]]] = {"pods": {}, "nodes": {"": {}}}
+        self._namespaces: dict[str, Stored] = {}
+        # (deadline, namespace, name, uid) of pods being deleted gracefully
+        self._deadlines: list[tuple[float, str, str, str]] = []
+        self._closed = False
+        for ns in _DEFAULT_NAMESPACES:
+            self._ensure_namespace(ns)
+
+    # -- basics ------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        """The newest resourceVersion handed out."""
+        with self._lock:
+            return self._rv
+
+    def now(self) -> float:
+        return self._clock()
+
+    def close(self) -> None:
+        """End every watch (they return ``None`` from then on)."""
+        with self._lock:
+            self._closed = True
+            self._changed.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _info(self, resource: str) -> ResourceInfo:
+        info = RESOURCES.get(resource)
+        if info is None:
+            message = "the server could not find the requested resource"
+            raise NotFoundError(message, status=status_body(404, "NotFound", message))
+        return info
+
+    def _bucket(self, info: ResourceInfo, namespace: str | None) -> dict[str, Stored]:
+        objects = self._objects[info.name]
+        key = (namespace or "") if info.namespaced else ""
+        bucket = objects.get(key)
+        if bucket is None:
+            bucket = objects[key] = {}
+        return bucket
+
+    def _ensure_namespace(self, name: str) -> None:
+        if not name or name in self._namespaces:
+            return
+        obj = {
+            "kind": "Namespace",
+            "apiVersion": "v1",
+            "metadata": {
+                "name": name,
+                "uid": str(uuid.uuid4()),
+                "resourceVersion": str(self._rv),
+                "creationTimestamp": _rfc3339(self._clock()),
+                "labels": {"kubernetes.io/metadata.name": name},
+            },
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        }
+        self._namespaces[name] = Stored(obj, _encode(obj), None, self._rv)
+
+    def _record(
+        self, type_: str, info: ResourceInfo, namespace: str, stored: Stored, old: Stored | None
+    ) -> None:
+        # Caller holds the lock and has assigned stored.rv == self._rv + 1.
+        self._rv = stored.rv
+        self._ring[stored.rv % self._size] = Event(type_, info.name, namespace, stored, old, stored.rv)
+        self._changed.notify_all()
+        log.debug("%s %s %s/%s rv=%d", type_, info.name, namespace, stored.name, stored.rv)
+
+    # -- reads -------------------------------------------------------------------------
+
+    def get(self, resource: str, namespace: str | None, name: str) -> Stored:
+        """The current version; raises NotFoundError."""
+        info = self._info(resource)
+        with self._lock:
+            self._maybe_reap()
+            if info.name == "namespaces":
+                found = self._namespaces.get(name)
+            else:
+                found = self._bucket(info, namespace).get(name)
+            if found is None:
+                raise not_found(info.name, name)
+            return found
+
+    def list(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | FieldSelector | None = None,
+    ) -> tuple[list[Stored], int]:
+        """Matching objects (sorted by namespace and name) and the list's resourceVersion."""
+        info = self._info(resource)
+        ls, fs = _selectors(info.name, label_selector, field_selector)
+        with self._lock:
+            self._maybe_reap()
+            items = self._snapshot(info, namespace)
+            rv = self._rv
+        if ls is not None or fs is not None:
+            items = [s for s in items if _matches(s.obj, ls, fs)]
+        return items, rv
+
+    def _snapshot(self, info: ResourceInfo, namespace: str | None) -> list[Stored]:
+        if info.name == "namespaces":
+            return [self._namespaces[k] for k in sorted(self._namespaces)]
+        objects = self._objects[info.name]
+        if info.namespaced and namespace:
+            bucket = objects.get(namespace) or {}
+            return [bucket[k] for k in sorted(bucket)]
+        return [objects[ns][k] for ns in sorted(objects) for k in sorted(objects[ns])]
+
+    # -- writes ------------------------------------------------------------------------
+
+    def create(self, resource: str, namespace: str | None, body: Any) -> Stored:
+        """Create an object (``generateName`` honoured); returns what was stored."""
+        info = self._info(resource)
+        if info.name == "namespaces":
+            raise MethodNotAllowedError(
+                "namespaces are implied by their use in this server",
+                status=status_body(
+                    405, "MethodNotAllowed", "namespaces are implied by their use in this server"
+                ),
+            )
+        obj = self._private_copy(body, info)
+        meta = obj["metadata"]
+        self._check_namespace(info, namespace, meta)
+        name = meta.get("name") or ""
+        generate = meta.get("generateName") or ""
+        errors: list[FieldError] = []
+        if not name and not generate:
+            errors.append(
+                FieldError("metadata.name", "Required value", detail="name or generateName is required")
+            )
+        elif name:
+            _check_subdomain(name, "metadata.name", errors)
+        for key in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            meta.pop(key, None)
+        meta.pop("managedFields", None)
+        if info.name == "pods":
+            spec = obj.setdefault("spec", {})
+            if isinstance(spec, dict):
+                _default_pod_spec(spec)
+            _validate_pod_spec(spec, errors)
+            # The real server starts every pod Pending; a status in the body is dropped.
+            obj["status"] = {
+                "phase": "Pending",
+                "qosClass": _qos_class(spec if isinstance(spec, dict) else {}),
+            }
+            meta["generation"] = 1
+        else:
+            obj.setdefault("spec", {})
+            obj.setdefault("status", {})
+        if errors:
+            raise invalid(info.kind, name or generate, errors)
+        with self._lock:
+            self._maybe_reap()
+            bucket = self._bucket(info, namespace)
+            if not name:
+                name = self._generate_name(generate, bucket)
+                meta["name"] = name
+                check: list[FieldError] = []
+                _check_subdomain(name, "metadata.name", check)
+                if check:
+                    raise invalid(info.kind, name, check)
+            if name in bucket:
+                raise already_exists(info.name, name)
+            rv = self._rv + 1
+            meta["uid"] = str(uuid.uuid4())
+            meta["resourceVersion"] = str(rv)
+            meta["creationTimestamp"] = _rfc3339(self._clock())
+            stored = self._make(info, obj, rv, bad=400)
+            bucket[name] = stored
+            if info.namespaced:
+                self._ensure_namespace(namespace or "")
+            self._record("ADDED", info, namespace or "", stored, None)
+            return stored
+
+    def update(
+        self, resource: str, namespace: str | None, name: str, body: Any, *, subresource: str | None = None
+    ) -> Stored:
+        """Replace an object (PUT); with ``subresource="status"`` only its status changes."""
+        info = self._info(resource)
+        self._check_subresource(info, subresource)
+        obj = self._private_copy(body, info)
+        meta = obj["metadata"]
+        self._check_namespace(info, namespace, meta)
+        if meta.get("name") and meta["name"] != name:
+            raise bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
+        with self._lock:
+            self._maybe_reap()
+            current = self._current(info, namespace, name)
+            return self._write(info, namespace or "", current, obj, subresource, bad=400)
+
+    def patch(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        patch: bytes | dict[str, Any] | list[Any],
+        patch_type: str = STRATEGIC_MERGE_PATCH,
+        *,
+        subresource: str | None = None,
+    ) -> Stored:
+        """Patch an object (``patch_type``: a patch content type, or strategic/merge/json).
+
+        ``metadata.uid`` and ``metadata.resourceVersion`` in the patch act as
+        preconditions, as on the real server.
+        """
+        info = self._info(resource)
+        self._check_subresource(info, subresource)
+        kind = _PATCH_TYPES.get(patch_type.split(";")[0].strip().lower())
+        if kind is None:
+            if patch_type.startswith(APPLY_PATCH):
+                message = "server-side apply (application/apply-patch+yaml) is not supported by this server"
+            else:
+                message = (
+                    f"the body of the request was in an unknown format - accepted media types include: "
+                    f"{JSON_PATCH}, {JSON_MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
+                )
+            raise UnsupportedMediaTypeError(message, status=status_body(415, "UnsupportedMediaType", message))
+        if isinstance(patch, bytes | bytearray | memoryview | str):
+            try:
+                data: Any = _decode(patch)
+            except msgspec.DecodeError as err:
+                raise bad_request(f"error decoding patch: {err}") from None
+        else:
+            data = patch
+        with self._lock:
+            self._maybe_reap()
+            current = self._current(info, namespace, name)
+            try:
+                if kind == STRATEGIC_MERGE_PATCH:
+                    if not isinstance(data, dict):
+                        raise PatchError("a strategic merge patch must be a JSON object")
+                    result = apply_strategic_merge_patch(current.obj, data, merge_keys=info.merge_keys)
+                elif kind == JSON_MERGE_PATCH:
+                    if not isinstance(data, dict):
+                        raise PatchError("a JSON merge patch must be a JSON object")
+                    result = apply_json_merge_patch(current.obj, data)
+                else:
+                    result = apply_json_patch(current.obj, data)
+            except PatchError as err:
+                message = str(err)
+                raise UnprocessableEntityError(message, status=status_body(422, "Invalid", message)) from None
+            if not isinstance(result, dict) or not isinstance(result.get("metadata", {}), dict):
+                message = "the patched object is not a JSON object with metadata"
+                raise UnprocessableEntityError(message, status=status_body(422, "Invalid", message))
+            result.setdefault("metadata", {})
+            return self._write(info, namespace or "", current, result, subresource, bad=422)
+
+    def bind(self, namespace: str, name: str, node_name: str) -> Stored:
+        """Set ``spec.nodeName`` of an unbound pod (the ``pods/binding`` subresource)."""
+        info = RESOURCES["pods"]
+        with self._lock:
+            self._maybe_reap()
+            current = self._current(info, namespace, name)
+            if current.obj.get("spec", {}).get("nodeName"):
+                raise conflict(
+                    "pods/binding",
+                    name,
+                    f'pod {name} is already assigned to node "{current.obj["spec"]["nodeName"]}"',
+                )
+            obj = dict(current.obj)
+            obj["spec"] = dict(obj["spec"], nodeName=node_name)
+            obj["metadata"] = dict(obj["metadata"])
+            return self._commit(info, namespace, current, obj)
+
+    def delete(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> tuple[Stored, bool]:
+        """Delete an object; returns (its last version, whether it is gone).
+
+        A pod bound to a node is deleted gracefully: it gets ``deletionTimestamp``
+        and ``deletionGracePeriodSeconds`` and stays (second value ``False``) until
+        deleted with grace 0 or (with ``reap_terminating``) its grace runs out.
+        ``uid`` and ``resource_version`` are preconditions (409 Conflict).
+        """
+        info = self._info(resource)
+        if info.name == "namespaces":
+            message = "namespaces cannot be deleted from this server"
+            raise MethodNotAllowedError(message, status=status_body(405, "MethodNotAllowed", message))
+        ns = namespace or ""
+        with self._lock:
+            self._maybe_reap()
+            current = self._current(info, namespace, name)
+            meta = current.metadata
+            if uid is not None and uid != meta.get("uid"):
+                raise conflict(
+                    info.name,
+                    name,
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}",
+                )
+            if resource_version is not None and resource_version != meta.get("resourceVersion"):
+                raise conflict(
+                    info.name,
+                    name,
+                    f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
+                    f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+                )
+            period = 0
+            if info.name == "pods":
+                period = self._grace_period(current.obj, grace_period_seconds)
+            if period > 0 or meta.get("finalizers"):
+                return self._delete_gracefully(info, ns, current, period)
+            return self._remove(info, ns, current), True
+
+    # -- write helpers -----------------------------------------------------------------
+
+    @staticmethod
+    def _grace_period(pod: dict[str, Any], requested: int | None) -> int:
+        spec = pod.get("spec") or {}
+        if requested is not None:
+            period = requested
+        else:
+            period = int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+        # As the real server: unscheduled or finished pods go at once.
+        if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in _TERMINAL:
+            period = 0
+        return period if period >= 0 else 1
+
+    def _delete_gracefully(
+        self, info: ResourceInfo, ns: str, current: Stored, period: int
+    ) -> tuple[Stored, bool]:
+        meta = current.metadata
+        now = self._clock()
+        deadline = now + period
+        if meta.get("deletionTimestamp"):
+            old_period = meta.get("deletionGracePeriodSeconds")
+            if old_period is not None and old_period <= period:
+                return current, False  # already going at least as fast
+            deadline = min(deadline, _parse_rfc3339(meta["deletionTimestamp"]))
+            if period == 0 and not meta.get("finalizers"):
+                return self._remove(info, ns, current), True
+        obj = dict(current.obj)
+        new_meta = obj["metadata"] = dict(meta)
+        new_meta["deletionTimestamp"] = _rfc3339(deadline)
+        new_meta["deletionGracePeriodSeconds"] = period
+        if "generation" in new_meta:
+            new_meta["generation"] = int(new_meta["generation"]) + 1
+        stored = self._commit(info, ns, current, obj)
+        if period > 0 and self._reap_terminating:
+            heapq.heappush(self._deadlines, (deadline, ns, stored.name, stored.uid))
+        return stored, False
+
+    def _remove(self, info: ResourceInfo, ns: str, current: Stored) -> Stored:
+        rv = self._rv + 1
+        obj = dict(current.obj)
+        obj["metadata"] = dict(current.metadata, resourceVersion=str(rv))
+        pod = current.pod
+        if pod is not None:
+            pod = pod.replace(metadata=pod.metadata.replace(resource_version=str(rv)))
+        stored = Stored(obj, _encode(obj), pod, rv)
+        del self._bucket(info, ns)[current.name]
+        self._record("DELETED", info, ns, stored, current)
+        return stored
+
+    def _current(self, info: ResourceInfo, namespace: str | None, name: str) -> Stored:
+        if info.name == "namespaces":
+            found = self._namespaces.get(name)
+            if found is not None:
+                message = "namespaces are read-only in this server"
+                raise MethodNotAllowedError(message, status=status_body(405, "MethodNotAllowed", message))
+            raise not_found(info.name, name)
+        current = self._bucket(info, namespace).get(name)
+        if current is None:
+            raise not_found(info.name, name)
+        return current
+
+    @staticmethod
+    def _check_subresource(info: ResourceInfo, subresource: str | None) -> None:
+        if subresource not in (None, "", "status") or info.name == "namespaces" and subresource:
+            message = "the server could not find the requested resource"
+            raise NotFoundError(message, status=status_body(404, "NotFound", message))
+
+    @staticmethod
+    def _private_copy(body: Any, info: ResourceInfo) -> dict[str, Any]:
+        if isinstance(body, bytes | bytearray | memoryview | str):
+            try:
+                body = _decode(body)
+            except msgspec.DecodeError as err:
+                raise bad_request(f"the body of the request is not valid JSON: {err}") from None
+            obj = body
+        elif isinstance(body, Pod):
+            obj = body.to_dict()
+        elif isinstance(body, dict):
+            # Our own copy: the caller's dict is never changed or kept.
+            obj = _decode(_encode(body))
+        else:
+            obj = body
+        if not isinstance(obj, dict):
+            raise bad_request(f"the body of the request must be a JSON object, not {type(obj).__name__}")
+        kind = obj.get("kind")
+        if kind not in (None, "", info.kind):
+            raise bad_request(
+                f'{info.kind} in version "v1" cannot be handled as a {info.kind}: wrong kind {kind!r}'
+            )
+        api_version = obj.get("apiVersion")
+        if api_version not in (None, "", "v1"):
+            raise bad_request(
+                f'{info.kind} in version "v1" cannot be handled as a {info.kind}: '
+                f"unsupported apiVersion {api_version!r}"
+            )
+        obj["kind"] = info.kind
+        obj["apiVersion"] = "v1"
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise bad_request(
+                f'{info.kind} in version "v1" cannot be handled as a {info.kind}: metadata must be an object'
+            )
+        return obj
+
+    @staticmethod
+    def _check_namespace(info: ResourceInfo, namespace: str | None, meta: dict[str, Any]) -> None:
+        if info.namespaced:
+            given = meta.get("namespace")
+            if given and given != namespace:
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+
+    @staticmethod
+    def _generate_name(prefix: str, bucket: Mapping[str, Stored]) -> str:
+        prefix = prefix[: 253 - 5]
+        for _ in range(100):
+            name = prefix + "".join(random.choices(_GENERATE_CHARS, k=5))
+            if name not in bucket:
+                return name
+        raise ApiError("could not generate a unique name", code=500, reason="InternalError")
+
+    def _write(
+        self,
+        info: ResourceInfo,
+        ns: str,
+        current: Stored,
+        new: dict[str, Any],
+        subresource: str | None,
+        *,
+        bad: int,
+    ) -> Stored:
+        """Shared by update and patch: preconditions, strategy, validation, commit (lock held)."""
+        name = current.name
+        cur_meta = current.metadata
+        new_meta = new.get("metadata")
+        if not isinstance(new_meta, dict):
+            new_meta = new["metadata"] = {}
+        uid = new_meta.get("uid")
+        if uid and uid != cur_meta.get("uid"):
+            raise conflict(
+                info.name,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {cur_meta.get('uid')}",
+            )
+        rv = new_meta.get("resourceVersion")
+        if rv and rv != cur_meta.get("resourceVersion"):
+            raise conflict(info.name, name, _MODIFIED)
+        if new_meta.get("name") and new_meta["name"] != name:
+            raise bad_request(
+                f"the name of the object ({new_meta['name']}) does not match the name on the URL ({name})"
+            )
+        errors: list[FieldError] = []
+        if subresource == "status":
+            obj = dict(current.obj)
+            obj["metadata"] = dict(cur_meta)
+            status = new.get("status")
+            obj["status"] = status if status is not None else {}
+            if info.name == "pods":
+                _validate_pod_status(current.obj, obj, errors)
+        else:
+            obj = new
+            obj["kind"] = info.kind
+            obj["apiVersion"] = "v1"
+            meta = obj["metadata"]
+            for key in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                        "deletionGracePeriodSeconds", "generation", "resourceVersion"):  # fmt: skip
+                if key in cur_meta:
+                    meta[key] = cur_meta[key]
+                else:
+                    meta.pop(key, None)
+            meta.pop("selfLink", None)
+            # Writes to the main resource leave the status alone, as the real server does.
+            if "status" in current.obj:
+                obj["status"] = current.obj["status"]
+            else:
+                obj.pop("status", None)
+            if info.name == "pods":
+                spec = obj.get("spec")
+                if not isinstance(spec, dict):
+                    spec = obj["spec"] = {}
+                _default_pod_spec(spec)
+                old_spec = current.obj.get("spec") or {}
+                if spec != old_spec:
+                    if _spec_fingerprint(spec) != _spec_fingerprint(old_spec):
+                        errors.append(FieldError("spec", "Forbidden", detail=_SPEC_FORBIDDEN))
+                    elif "generation" in meta:
+                        meta["generation"] = int(meta["generation"]) + 1
+            if isinstance(meta.get("finalizers"), list) and not meta["finalizers"]:
+                del meta["finalizers"]
+        if errors:
+            raise invalid(info.kind, name, errors)
+        if obj == current.obj:
+            return current  # nothing changed: no new resourceVersion, no event (as the real server)
+        meta = obj["metadata"]
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and meta.get("deletionGracePeriodSeconds") == 0
+        ):
+            # The last finalizer of an object deleted with grace 0 is gone: it goes now.
+            return self._remove(info, ns, current)
+        return self._commit(info, ns, current, obj, bad=bad)
+
+    def _commit(
+        self, info: ResourceInfo, ns: str, current: Stored, obj: dict[str, Any], *, bad: int = 422
+    ) -> Stored:
+        rv = self._rv + 1
+        obj["metadata"]["resourceVersion"] = str(rv)
+        stored = self._make(info, obj, rv, bad=bad)
+        self._bucket(info, ns)[current.name] = stored
+        self._record("MODIFIED", info, ns, stored, current)
+        return stored
+
+    @staticmethod
+    def _make(info: ResourceInfo, obj: dict[str, Any], rv: int, *, bad: int) -> Stored:
+        pod = None
+        if info.name == "pods":
+            try:
+                pod = Pod.from_dict(obj)
+            except InvalidObjectError as err:
+                name = str(obj["metadata"].get("name", ""))
+                if bad == 400:
+                    raise bad_request(f'Pod in version "v1" cannot be handled as a Pod: {err}') from None
+                raise invalid(
+                    "Pod", name, [FieldError(err.path or "<root>", "Invalid value", None, str(err))]
+                ) from None
+        return Stored(obj, _encode(obj), pod, rv)
+
+    # -- graceful deletion deadlines ---------------------------------------------------
+
+    def _maybe_reap(self) -> None:
+        if self._deadlines and self._deadlines[0][0] <= self._clock():
+            self._reap_locked()
+
+    def reap(self) -> int:
+        """Remove pods whose graceful deletion ran out; returns how many went."""
+        with self._lock:
+            return self._reap_locked()
+
+    def _reap_locked(self) -> int:
+        count = 0
+        info = RESOURCES["pods"]
+        now = self._clock()
+        while self._deadlines and self._deadlines[0][0] <= now:
+            _, ns, name, uid = heapq.heappop(self._deadlines)
+            current = self._objects["pods"].get(ns, {}).get(name)
+            if current is None or current.uid != uid or current.metadata.get("finalizers"):
+                continue
+            stamp = current.metadata.get("deletionTimestamp")
+            if not stamp or _parse_rfc3339(stamp) > now:
+                continue
+            self._remove(info, ns, current)
+            count += 1
+        return count
+
+    # -- watch -------------------------------------------------------------------------
+
+    def watch(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | FieldSelector | None = None,
+        send_initial_events: bool | None = None,
+    ) -> Watch:
+        """Start a watch. Without a resourceVersion (or with "0") the current objects
+        come first as ADDED events; with one, the changes after it (410 Expired when
+        it is older than the history)."""
+        info = self._info(resource)
+        ls, fs = _selectors(info.name, label_selector, field_selector)
+        start: int | None = None
+        if resource_version not in (None, "", "0"):
+            try:
+                start = int(str(resource_version))
+            except ValueError:
+                raise bad_request(f'invalid resource version "{resource_version}"') from None
+        with self._lock:
+            self._maybe_reap()
+            initial: list[Stored] = []
+            if start is None:
+                if send_initial_events is not False:
+                    initial = [s for s in self._snapshot(info, namespace) if _matches(s.obj, ls, fs)]
+                start = self._rv
+            else:
+                oldest = max(self._rv - self._size + 1, 1)
+                if start < oldest - 1:
+                    raise _expired(start, oldest)
+            return Watch(self, info, namespace, ls, fs, start, initial, send_initial_events is True)
+
+    def _events_after(self, cursor: int, limit: int) -> list[Event]:
+        # Lock held. Events cursor+1 .. current, at most `limit`.
+        end = min(self._rv, cursor + limit)
+        out: list[Event] = []
+        for rv in range(cursor + 1, end + 1):
+            event = self._ring[rv % self._size]
+            if event is None or event.rv != rv:
+                raise _expired(cursor, max(self._rv - self._size + 1, 1))
+            out.append(event)
+        return out
+
+
+def _expired(rv: int, oldest: int) -> GoneError:
+    message = f"too old resource version: {rv} ({oldest})"
+    return GoneError(message, status=status_body(410, "Expired", message))
+
+
+class Watch:
+    """A watch on one resource: :meth:`next` gives events one by one.
+
+    Events are ``Event`` objects (``type``, ``stored``, ``rv``); when an object
+    stops (starts) matching the selectors the watch gets DELETED (ADDED), as
+    from the real server. ``next`` raises :class:`~podstatus.errors.GoneError`
+    when the watch fell behind the store's history.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        info: ResourceInfo,
+        namespace: str | None,
+        label_selector: LabelSelector | None,
+        field_selector: FieldSelector | None,
+        cursor: int,
+        initial: list[Stored],
+        initial_events_end: bool,
+    ) -> None:
+        self._store = store
+        self.info = info
+        self._namespace = namespace if info.namespaced else None
+        self._ls = label_selector
+        self._fs = field_selector
+        self._cursor = cursor
+        self._pending: list[Event] = [
+            Event("ADDED", info.name, namespace or "", s, None, s.rv) for s in initial
+        ]
+        self._pending.reverse()
+        self._initial_left = len(initial)
+        # With sendInitialEvents=true, the client wants to know when the initial ADDED events end.
+        self.initial_events_end_pending = initial_events_end
+        self._closed = False
+
+    @property
+    def resource_version(self) -> int:
+        """The resourceVersion this watch has seen up to (for bookmarks)."""
+        return self._cursor
+
+    @property
+    def in_initial_events(self) -> bool:
+        """True while the synthetic ADDED events of the current state are still coming."""
+        return self._initial_left > 0
+
+    def close(self) -> None:
+        store = self._store
+        with store._lock:
+            self._closed = True
+            store._changed.notify_all()
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Event]:
+        while True:
+            event = self.next(timeout=None)
+            if event is None:
+                return
+            yield event
+
+    def next(self, timeout: float | None = None) -> Event | None:
+        """The next event, or ``None`` on timeout or when the watch or store closed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        store = self._store
+        while True:
+            if self._pending:
+                if self._initial_left:
+                    self._initial_left -= 1
+                return self._pending.pop()
+            if self._closed or store._closed:
+                return None
+            with store._lock:
+                while self._cursor >= store._rv and not self._closed and not store._closed:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return None
+                    store._changed.wait(remaining)
+                if self._closed or store._closed:
+                    return None
+                batch = store._events_after(self._cursor, 256)
+            for event in batch:
+                self._cursor = event.rv
+                out = self._filter(event)
+                if out is not None:
+                    self._pending.append(out)
+            self._pending.reverse()
+
+    def _filter(self, event: Event) -> Event | None:
+        if event.resource != self.info.name:
+            return None
+        if self._namespace and event.namespace != self._namespace:
+            return None
+        if self._ls is None and self._fs is None:
+            return event
+        now = _matches(event.stored.obj, self._ls, self._fs)
+        before = (
+            event.old is not None and event.type == "MODIFIED" and _matches(event.old.obj, self._ls, self._fs)
+        )
+        if event.type != "MODIFIED":
+            return event if now else None
+        if now and before:
+            return event
+        if now:
+            return Event("ADDED", event.resource, event.namespace, event.stored, None, event.rv)
+        if before and event.old is not None:
+            # The object left the selection: the watcher sees it deleted, at this event's version.
+            old = event.old
+            obj = dict(old.obj)
+            obj["metadata"] = dict(old.metadata, resourceVersion=str(event.rv))
+            gone = Stored(obj, _encode(obj), old.pod, event.rv)
+            return Event("DELETED", event.resource, event.namespace, gone, old, event.rv)
+        return None

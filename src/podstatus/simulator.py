@@ -1,0 +1,954 @@
+"""The simulated node: a node agent whose containers are make-believe, and whose status is real.
+
+:class:`NodeAgent` registers a Node, lists and watches the pods bound to it,
+drives every pod's containers through a realistic lifecycle (image pull,
+init containers in order, sidecars, start-up and readiness, completion,
+crash loops with back-off, termination on delete), and reports each step
+through the status manager, exactly as a kubelet-like agent would.
+
+:class:`Simulation` plays the users around it: it creates the workloads,
+sets readiness gates as an outside controller would, deletes some pods and
+recreates one under the same name, and waits until everything settles. It
+checks invariants on every write and on every watch event.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import msgspec
+
+from .conditions import (
+    POD_READY_TO_START_CONTAINERS,
+    POD_SCHEDULED,
+    generate_containers_ready_condition,
+    generate_pod_initialized_condition,
+    generate_pod_ready_condition,
+    is_kubelet_owned,
+    is_terminal_phase,
+)
+from .errors import ApiError, ConflictError, GoneError, NotFoundError
+from .manager import Manager, SyncRecord, new_manager
+from .podmanager import BasicPodManager
+from .types import (
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    ContainerStatus,
+    Pod,
+    PodCondition,
+    PodIP,
+    PodStatus,
+)
+from .workloads import READINESS_GATE, behaviour_of
+
+log = logging.getLogger(__name__)
+
+
+class SimClient(Protocol):
+    """What the simulator needs from a client: the manager's three calls and a few more."""
+
+    def get_pod(self, namespace: str, name: str) -> Pod: ...
+
+    def patch_pod_status(self, namespace: str, name: str, patch: bytes, **kwargs: Any) -> Pod: ...
+
+    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None) -> None: ...
+
+    def create_pod(self, pod: Any, namespace: str | None = None) -> Pod: ...
+
+    def list_pods(self, namespace: str | None = None, **kwargs: Any) -> tuple[list[Pod], str]: ...
+
+    def watch_pods(self, namespace: str | None = None, **kwargs: Any) -> Iterator[tuple[str, Pod]]: ...
+
+    def create_node(self, node: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+# --- timings -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timings:
+    """How long simulated things take, in seconds (each drawn uniformly from its range)."""
+
+    image_pull: tuple[float, float] = (0.2, 1.2)
+    init_run: tuple[float, float] = (0.2, 0.8)
+    startup: tuple[float, float] = (0.1, 0.6)
+    readiness: tuple[float, float] = (0.2, 1.5)
+    job_run: tuple[float, float] = (2.0, 8.0)
+    crash_run: tuple[float, float] = (0.3, 1.5)
+    crash_backoff: float = 0.5
+    crash_backoff_max: float = 4.0
+    stop: tuple[float, float] = (0.1, 0.8)
+    gate: tuple[float, float] = (0.2, 1.0)
+
+
+# --- simulated containers ---------------------------------------------------------
+
+
+@dataclass
+class SimContainer:
+    name: str
+    image: str
+    init: bool = False
+    sidecar: bool = False
+    state: str = "waiting"  # waiting | running | terminated
+    reason: str = "ContainerCreating"
+    started: bool | None = None
+    ready: bool = False
+    restart_count: int = 0
+    exit_code: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    last_terminated: ContainerStateTerminated | None = None
+    container_id: str = ""
+    backoff: float = 0.0
+
+    def status(self) -> ContainerStatus:
+        if self.state == "running":
+            state = ContainerState(running=ContainerStateRunning(started_at=self.started_at))
+        elif self.state == "terminated":
+            state = ContainerState(
+                terminated=ContainerStateTerminated(
+                    exit_code=self.exit_code,
+                    reason="Completed" if self.exit_code == 0 else "Error",
+                    started_at=self.started_at,
+                    finished_at=self.finished_at,
+                    container_id=self.container_id or None,
+                )
+            )
+        else:
+            state = ContainerState(waiting=ContainerStateWaiting(reason=self.reason))
+        return ContainerStatus(
+            name=self.name,
+            state=state,
+            last_state=ContainerState(terminated=self.last_terminated) if self.last_terminated else ContainerState(),
+            ready=self.ready,
+            restart_count=self.restart_count,
+            image=self.image,
+            image_id=f"{self.image.split(':')[0]}@sha256:{abs(hash(self.image)):064x}"[:200]
+            if self.state != "waiting" or self.restart_count
+            else "",
+            container_id=self.container_id or None,
+            started=self.started,
+        )
+
+
+@dataclass
+class SimPod:
+    pod: Pod
+    behaviour: str
+    inits: list[SimContainer]
+    containers: list[SimContainer]
+    sandbox_ready: bool = False
+    init_index: int = 0
+    deleting: bool = False
+    stopped: bool = False  # every container has stopped after a delete
+    done: bool = False  # the agent has nothing more to do for it
+    pod_ip: str = ""
+    generation: int = 0  # bumps on every change: stale timer events are dropped
+
+    @property
+    def uid(self) -> str:
+        return self.pod.uid
+
+    def all_containers(self) -> list[SimContainer]:
+        return [*self.inits, *self.containers]
+
+    def any_running(self) -> bool:
+        return any(c.state == "running" for c in self.all_containers())
+
+
+# --- the node agent ----------------------------------------------------------------
+
+
+class _Safety:
+    """Pod deletion safety from the simulated containers: reclaimed once they have all stopped."""
+
+    def __init__(self, agent: NodeAgent) -> None:
+        self._agent = agent
+
+    def pod_resources_are_reclaimed(self, pod: Pod, status: PodStatus) -> bool:
+        sim = self._agent.sim_pod(pod.uid)
+        if sim is None:
+            return True
+        return not sim.any_running() and all(c.state != "running" for c in (status.container_statuses or ()) if c.state.running)
+
+    def pod_could_have_running_containers(self, pod: Pod) -> bool:
+        sim = self._agent.sim_pod(pod.uid)
+        return sim is not None and sim.any_running()
+
+
+class NodeAgent:
+    """A kubelet-like agent for one node, with simulated containers and the real status manager."""
+
+    def __init__(
+        self,
+        client: SimClient,
+        node_name: str,
+        *,
+        timings: Timings | None = None,
+        seed: int = 1,
+        manager_options: dict[str, Any] | None = None,
+        on_sync: Callable[[SyncRecord], None] | None = None,
+        on_event: Callable[[str, Pod], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.node_name = node_name
+        self.timings = timings or Timings()
+        self.rng = random.Random(seed)
+        self.pods = BasicPodManager()
+        self._sims: dict[str, SimPod] = {}
+        self._lock = threading.RLock()
+        self._timers: list[tuple[float, int, str, int, Callable[..., None], tuple[Any, ...]]] = []
+        self._timer_seq = itertools.count()
+        self._timer_wake = threading.Condition(self._lock)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._on_event = on_event
+        self._ip_counter = itertools.count(2)
+        self.events_seen = 0
+        self.deleted_uids: set[str] = set()
+        options = dict(manager_options or {})
+        if on_sync is not None:
+            options["on_sync"] = on_sync
+        self.manager: Manager = new_manager(client, self.pods, _Safety(self), **options)
+        self.watch_errors = 0
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def register_node(self) -> None:
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": self.node_name,
+                "labels": {"kubernetes.io/hostname": self.node_name, "type": "podstatus-simulated"},
+            },
+            "spec": {},
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "podstatus simulated node is posting ready status",
+                        "lastHeartbeatTime": _now().isoformat().replace("+00:00", "Z"),
+                        "lastTransitionTime": _now().isoformat().replace("+00:00", "Z"),
+                    }
+                ],
+                "capacity": {"cpu": "64", "memory": "256Gi", "pods": "10000"},
+                "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "10000"},
+                "nodeInfo": {"kubeletVersion": "v1.37.0-podstatus", "architecture": "amd64", "operatingSystem": "linux"},
+                "addresses": [{"type": "InternalIP", "address": "10.20.0.1"}],
+            },
+        }
+        try:
+            self.client.create_node(node)
+        except ApiError as err:
+            if err.code != 409:  # already registered: fine
+                raise
+
+    def start(self) -> None:
+        self._stop.clear()
+        self.manager.start()
+        for target, name in ((self._watch_loop, "podstatus-sim-watch"), (self._timer_loop, "podstatus-sim-timers")):
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._timer_wake:
+            self._timer_wake.notify_all()
+        for t in self._threads:
+            t.join(5)
+        self._threads.clear()
+        self.manager.stop(timeout=5)
+
+    def sim_pod(self, uid: str) -> SimPod | None:
+        with self._lock:
+            return self._sims.get(uid)
+
+    def sims(self) -> list[SimPod]:
+        with self._lock:
+            return list(self._sims.values())
+
+    # -- watching the API -----------------------------------------------------------
+
+    def _watch_loop(self) -> None:
+        selector = f"spec.nodeName={self.node_name}"
+        resource_version: str | None = None
+        delay = 0.2
+        while not self._stop.is_set():
+            try:
+                if resource_version is None:
+                    pods, resource_version = self.client.list_pods(field_selector=selector)
+                    seen = set()
+                    for pod in pods:
+                        seen.add(pod.uid)
+                        self.handle_event("ADDED", pod)
+                    with self._lock:
+                        gone = [s.pod for uid, s in self._sims.items() if uid not in seen]
+                    for pod in gone:
+                        self.handle_event("DELETED", pod)
+                for kind, pod in self.client.watch_pods(
+                    field_selector=selector,
+                    resource_version=resource_version,
+                    timeout_seconds=30,
+                    stop_event=self._stop,
+                ):
+                    if self._stop.is_set():
+                        return
+                    if kind == "BOOKMARK" or kind == "ERROR":
+                        resource_version = pod.metadata.resource_version or resource_version
+                        continue
+                    resource_version = pod.metadata.resource_version or resource_version
+                    self.handle_event(kind, pod)
+                delay = 0.2
+            except GoneError:
+                resource_version = None  # too old: list again
+            except ApiError as err:
+                self.watch_errors += 1
+                log.warning("watch failed, retrying in %.1fs: %s", delay, err)
+                self._stop.wait(delay)
+                delay = min(delay * 2, 5.0)
+                resource_version = None
+            except Exception:
+                self.watch_errors += 1
+                log.exception("watch loop error")
+                self._stop.wait(delay)
+                resource_version = None
+
+    def handle_event(self, kind: str, pod: Pod) -> None:
+        self.events_seen += 1
+        if self._on_event is not None:
+            self._on_event(kind, pod)
+        if pod.spec.node_name != self.node_name:
+            return
+        with self._lock:
+            if kind == "DELETED":
+                self.pods.remove_pod(pod)
+                sim = self._sims.pop(pod.uid, None)
+                if sim is not None:
+                    sim.done = True
+                    sim.generation += 1
+                self.deleted_uids.add(pod.uid)
+                self.manager.remove_orphaned_statuses({p.uid for p in self.pods.get_pods()})
+                return
+            sim = self._sims.get(pod.uid)
+            if sim is None:
+                if pod.uid in self.deleted_uids or is_terminal_phase(pod.status.phase):
+                    self.pods.update_pod(pod)
+                    return
+                self.pods.add_pod(pod)
+                sim = self._new_sim(pod)
+                self._sims[pod.uid] = sim
+                self._publish(sim)
+                self._after(sim, self.timings.image_pull, self._sandbox_ready)
+                return
+            self.pods.update_pod(pod)
+            gates_before = self._gate_conditions(sim.pod)
+            sim.pod = pod
+            if pod.metadata.deletion_timestamp is not None and not sim.deleting:
+                sim.deleting = True
+                sim.generation += 1  # cancel pending lifecycle steps
+                self._after(sim, self.timings.stop, self._stop_containers)
+            elif self._gate_conditions(pod) != gates_before and not sim.deleting:
+                self._publish(sim)  # a readiness gate moved: Ready must follow
+
+    @staticmethod
+    def _gate_conditions(pod: Pod) -> tuple[tuple[str, str], ...]:
+        gates = {g.condition_type for g in pod.spec.readiness_gates or ()}
+        return tuple((c.type, c.status) for c in pod.status.conditions or () if c.type in gates)
+
+    def _new_sim(self, pod: Pod) -> SimPod:
+        inits = [
+            SimContainer(name=c.name, image=c.image or "", init=True, sidecar=c.restart_policy == "Always", reason="PodInitializing")
+            for c in pod.spec.init_containers or ()
+        ]
+        containers = [
+            SimContainer(name=c.name, image=c.image or "", reason="PodInitializing" if inits else "ContainerCreating")
+            for c in pod.spec.containers
+        ]
+        n = next(self._ip_counter)
+        return SimPod(
+            pod=pod,
+            behaviour=behaviour_of(pod.metadata.annotations, pod.spec.restart_policy),
+            inits=inits,
+            containers=containers,
+            pod_ip=f"10.244.{(n // 250) % 250}.{n % 250 + 1}",
+        )
+
+    # -- timers ------------------------------------------------------------------------
+
+    def _after(
+        self, sim: SimPod, delay: tuple[float, float] | float, action: Callable[..., None], *args: Any
+    ) -> None:
+        seconds = delay if isinstance(delay, float | int) else self.rng.uniform(*delay)
+        with self._timer_wake:
+            heapq.heappush(
+                self._timers, (time.monotonic() + seconds, next(self._timer_seq), sim.uid, sim.generation, action, args)
+            )
+            self._timer_wake.notify()
+
+    def _timer_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._timer_wake:
+                while not self._stop.is_set():
+                    if self._timers and self._timers[0][0] <= time.monotonic():
+                        break
+                    timeout = self._timers[0][0] - time.monotonic() if self._timers else 1.0
+                    self._timer_wake.wait(max(0.0, min(timeout, 1.0)))
+                if self._stop.is_set():
+                    return
+                _, _, uid, generation, action, args = heapq.heappop(self._timers)
+                sim = self._sims.get(uid)
+                if sim is None or sim.generation != generation or sim.done:
+                    continue
+                try:
+                    action(sim, *args)
+                except Exception:
+                    log.exception("simulated lifecycle step failed pod=%s podUID=%s", sim.pod.key(), uid)
+
+    # -- the lifecycle ---------------------------------------------------------------
+
+    def _cid(self, sim: SimPod, c: SimContainer) -> str:
+        return f"containerd://{sim.uid.replace('-', '')[:24]}{c.name[:8].encode().hex()}{c.restart_count:04d}"
+
+    def _start(self, sim: SimPod, c: SimContainer) -> None:
+        c.state = "running"
+        c.started_at = _now()
+        c.container_id = self._cid(sim, c)
+        c.ready = False
+        c.started = False
+
+    def _terminate(self, c: SimContainer, exit_code: int) -> None:
+        c.state = "terminated"
+        c.exit_code = exit_code
+        c.finished_at = _now()
+        c.ready = False
+        c.started = False
+
+    def _sandbox_ready(self, sim: SimPod) -> None:
+        sim.sandbox_ready = True
+        self._next_init_or_main(sim)
+
+    def _next_init_or_main(self, sim: SimPod) -> None:
+        if sim.init_index < len(sim.inits):
+            c = sim.inits[sim.init_index]
+            self._start(sim, c)
+            self._publish(sim)
+            if c.sidecar:
+                self._after(sim, self.timings.startup, self._sidecar_started, c)
+            else:
+                self._after(sim, self.timings.init_run, self._init_done, c)
+            return
+        for c in sim.containers:
+            self._start(sim, c)
+        self._publish(sim)
+        for c in sim.containers:
+            self._after(sim, self.timings.startup, self._container_started, c)
+
+    def _init_done(self, sim: SimPod, c: SimContainer) -> None:
+        self._terminate(c, 0)
+        c.ready = True  # a completed init container reports ready
+        sim.init_index += 1
+        self._publish(sim)
+        self._next_init_or_main(sim)
+
+    def _sidecar_started(self, sim: SimPod, c: SimContainer) -> None:
+        self.manager.set_container_startup(sim.uid, c.container_id, True)
+        c.started = True
+        self._after(sim, self.timings.readiness, self._became_ready, c)
+        sim.init_index += 1
+        self._next_init_or_main(sim)
+
+    def _container_started(self, sim: SimPod, c: SimContainer) -> None:
+        if c.state != "running":
+            return
+        c.started = True
+        self.manager.set_container_startup(sim.uid, c.container_id, True)
+        self._after(sim, self.timings.readiness, self._became_ready, c)
+        if sim.behaviour == "complete":
+            self._after(sim, self.timings.job_run, self._exit, c, 0)
+        elif sim.behaviour == "fail":
+            self._after(sim, self.timings.job_run, self._exit, c, 1)
+        elif sim.behaviour == "crash":
+            self._after(sim, self.timings.crash_run, self._exit, c, 1)
+
+    def _became_ready(self, sim: SimPod, c: SimContainer) -> None:
+        if c.state != "running" or c.ready:
+            return
+        c.ready = True
+        # The readiness prober's path: one container flips, the manager derives Ready.
+        self.manager.set_container_readiness(sim.uid, c.container_id, True)
+
+    def _exit(self, sim: SimPod, c: SimContainer, exit_code: int) -> None:
+        if c.state != "running":
+            return
+        self._terminate(c, exit_code)
+        policy = sim.pod.spec.restart_policy or "Always"
+        restarts = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+        if restarts:
+            c.last_terminated = ContainerStateTerminated(
+                exit_code=exit_code,
+                reason="Error" if exit_code else "Completed",
+                started_at=c.started_at,
+                finished_at=c.finished_at,
+                container_id=c.container_id,
+            )
+            c.restart_count += 1
+            c.state = "waiting"
+            c.reason = "CrashLoopBackOff"
+            c.backoff = min(self.timings.crash_backoff_max, max(self.timings.crash_backoff, c.backoff * 2))
+            self._publish(sim)
+            self._after(sim, c.backoff, self._restart, c)
+            return
+        if all(x.state == "terminated" for x in sim.containers):
+            # The job is over: sidecars are stopped, the pod is finished.
+            for s in sim.inits:
+                if s.sidecar and s.state == "running":
+                    self._terminate(s, 0)
+        self._publish(sim)
+
+    def _restart(self, sim: SimPod, c: SimContainer) -> None:
+        self._start(sim, c)
+        self._publish(sim)
+        self._after(sim, self.timings.startup, self._container_started, c)
+
+    def _stop_containers(self, sim: SimPod) -> None:
+        """The pod was deleted: stop everything, report, and let the manager finish the handshake."""
+        for c in sim.all_containers():
+            if c.state == "running":
+                self._terminate(c, 0 if sim.behaviour != "crash" else 137)
+        sim.stopped = True
+        self._publish(sim)
+        self.manager.terminate_pod(sim.pod)
+
+    # -- status --------------------------------------------------------------------------
+
+    def _phase(self, sim: SimPod) -> str:
+        policy = sim.pod.spec.restart_policy or "Always"
+        inits_done = all(c.state == "terminated" and c.exit_code == 0 or c.sidecar and c.started for c in sim.inits)
+        if not sim.sandbox_ready or not inits_done:
+            return "Pending"
+        states = [c.state for c in sim.containers]
+        if all(s == "waiting" for s in states) and not any(c.restart_count for c in sim.containers):
+            return "Pending"
+        if any(s == "running" for s in states) or any(s == "waiting" for s in states):
+            return "Running"
+        codes = [c.exit_code for c in sim.containers]
+        if policy == "Always" and not sim.deleting:
+            return "Running"
+        if all(code == 0 for code in codes):
+            return "Succeeded"
+        if policy == "OnFailure" and not sim.deleting:
+            return "Running"
+        return "Failed"
+
+    def build_status(self, sim: SimPod) -> PodStatus:
+        pod = sim.pod
+        phase = self._phase(sim)
+        init_statuses = [c.status() for c in sim.inits] or None
+        statuses = [c.status() for c in sim.containers]
+        every = [*(init_statuses or ()), *statuses]
+        # Conditions the kubelet does not own (readiness gates set by others) are kept.
+        conditions: list[PodCondition] = [c for c in pod.status.conditions or () if not is_kubelet_owned(c.type)]
+        conditions.append(PodCondition(type=POD_SCHEDULED, status="True"))
+        conditions.append(
+            PodCondition(type=POD_READY_TO_START_CONTAINERS, status="True" if sim.sandbox_ready and not sim.stopped else "False")
+        )
+        conditions.append(generate_pod_initialized_condition(pod.spec, every, phase))
+        conditions.append(generate_containers_ready_condition(pod.spec, every, phase))
+        conditions.append(generate_pod_ready_condition(pod.spec, conditions, every, phase))
+        return PodStatus(
+            phase=phase,
+            conditions=tuple(conditions),
+            host_ip="10.20.0.1",
+            pod_ip=sim.pod_ip if sim.sandbox_ready else None,
+            pod_ips=(PodIP(ip=sim.pod_ip),) if sim.sandbox_ready else None,
+            init_container_statuses=tuple(init_statuses) if init_statuses else None,
+            container_statuses=tuple(statuses),
+            qos_class="Burstable",
+        )
+
+    def _publish(self, sim: SimPod) -> None:
+        self.manager.set_pod_status(sim.pod, self.build_status(sim))
+
+
+# --- invariants ------------------------------------------------------------------------
+
+
+@dataclass
+class Invariant:
+    name: str
+    checked: int = 0
+    violations: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def check(self, ok: bool, detail: Callable[[], str]) -> None:
+        self.checked += 1
+        if not ok:
+            self.violations += 1
+            if len(self.examples) < 5:
+                self.examples.append(detail())
+
+
+class InvariantChecker:
+    """Watches every write and every watch event for the promises of SPEC section 7."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.wrong_uid = Invariant("no write to a pod with another UID")
+        self.terminal_undone = Invariant("no terminal phase undone on the server")
+        self.illegal_transition = Invariant("no illegal container transition on the server")
+        self.early_delete = Invariant("no delete before the pod is terminal on the server")
+        self._last: dict[str, Pod] = {}
+        # (namespace, name) -> the UIDs the simulation knows to be that pod's, by time.
+        self.owner_uid: dict[tuple[str, str], str] = {}
+
+    def all(self) -> list[Invariant]:
+        return [self.wrong_uid, self.terminal_undone, self.illegal_transition, self.early_delete]
+
+    def ok(self) -> bool:
+        return all(i.violations == 0 for i in self.all())
+
+    def observe_write(self, namespace: str, name: str, patch: bytes, result: Pod) -> None:
+        precondition = (msgspec.json.decode(patch).get("metadata") or {}).get("uid")
+        with self._lock:
+            self.wrong_uid.check(
+                precondition is not None and precondition == result.uid,
+                lambda: f"{namespace}/{name}: patch for UID {precondition} landed on {result.uid}",
+            )
+        self.observe_event("MODIFIED", result)
+
+    def observe_delete(self, namespace: str, name: str, uid: str | None, server_pod: Pod | None) -> None:
+        with self._lock:
+            if server_pod is not None:
+                self.wrong_uid.check(uid == server_pod.uid, lambda: f"{namespace}/{name}: delete for {uid} hit {server_pod.uid}")
+                self.early_delete.check(
+                    server_pod.uid != uid or is_terminal_phase(server_pod.status.phase),
+                    lambda: f"{namespace}/{name}: deleted in phase {server_pod.status.phase}",
+                )
+
+    def observe_event(self, kind: str, pod: Pod) -> None:
+        if kind not in ("ADDED", "MODIFIED"):
+            return
+        with self._lock:
+            before = self._last.get(pod.uid)
+            if before is not None:
+                rv_new, rv_old = pod.metadata.resource_version or "", before.metadata.resource_version or ""
+                if rv_new.isdigit() and rv_old.isdigit() and int(rv_new) < int(rv_old):
+                    return  # an older copy (a write's answer racing the watch)
+                self.terminal_undone.check(
+                    not (is_terminal_phase(before.status.phase) and not is_terminal_phase(pod.status.phase)),
+                    lambda: f"{pod.key()}: {before.status.phase} -> {pod.status.phase}",
+                )
+                self.illegal_transition.check(
+                    _legal_transition(before, pod), lambda: f"{pod.key()}: container left terminated state"
+                )
+            self._last[pod.uid] = pod
+
+
+def _legal_transition(before: Pod, after: Pod) -> bool:
+    policy = after.spec.restart_policy or "Always"
+    if policy == "Always":
+        return True
+    sidecars = {c.name for c in after.spec.init_containers or () if c.restart_policy == "Always"}
+    for attr in ("container_statuses", "init_container_statuses"):
+        new = {cs.name: cs for cs in getattr(after.status, attr) or ()}
+        for old in getattr(before.status, attr) or ():
+            if old.name in sidecars or old.state.terminated is None:
+                continue
+            if old.state.terminated.exit_code != 0 and policy == "OnFailure":
+                continue
+            cs = new.get(old.name)
+            if cs is not None and cs.state.terminated is None:
+                return False
+    return True
+
+
+class CheckedClient:
+    """Wraps a client: every status write and delete passes the invariant checker."""
+
+    def __init__(self, inner: Any, checker: InvariantChecker) -> None:
+        self._inner = inner
+        self._checker = checker
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def patch_pod_status(self, namespace: str, name: str, patch: bytes, **kwargs: Any) -> Pod:
+        result: Pod = self._inner.patch_pod_status(namespace, name, patch, **kwargs)
+        self._checker.observe_write(namespace, name, patch, result)
+        return result
+
+    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None) -> None:
+        try:
+            server_pod: Pod | None = self._inner.get_pod(namespace, name) if grace_period_seconds == 0 else None
+        except ApiError:
+            server_pod = None
+        self._inner.delete_pod(namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
+        self._checker.observe_delete(namespace, name, uid, server_pod)
+
+
+# --- the simulation ------------------------------------------------------------------
+
+
+@dataclass
+class SimulationResult:
+    pods_created: int
+    phases: dict[str, int]
+    deleted: int
+    requests: dict[str, int]
+    status_changes: int
+    latencies: list[float]
+    invariants: list[Invariant]
+    elapsed: float
+    settled: bool
+    watch_errors: int
+
+    @property
+    def ok(self) -> bool:
+        return all(i.violations == 0 for i in self.invariants)
+
+    def percentile(self, q: float) -> float | None:
+        if not self.latencies:
+            return None
+        data = sorted(self.latencies)
+        k = min(len(data) - 1, max(0, round(q / 100 * (len(data) - 1))))
+        return data[k]
+
+
+class Simulation:
+    """Creates workloads, plays the outside world, and drives a :class:`NodeAgent` to the end."""
+
+    def __init__(
+        self,
+        client: Any,
+        manifests: list[dict[str, Any]],
+        *,
+        node_name: str = "podstatus-node-1",
+        duration: float = 60.0,
+        delete_fraction: float = 0.3,
+        recreate: int = 1,
+        seed: int = 1,
+        timings: Timings | None = None,
+        manager_options: dict[str, Any] | None = None,
+        request_counter: Any = None,
+        on_progress: Callable[[dict[str, int]], None] | None = None,
+        on_sync: Callable[[SyncRecord], None] | None = None,
+    ) -> None:
+        self.checker = InvariantChecker()
+        self.raw_client = client
+        self.client = CheckedClient(client, self.checker)
+        self.manifests = manifests
+        self.node_name = node_name
+        self.duration = duration
+        self.delete_fraction = delete_fraction
+        self.recreate = recreate
+        self.rng = random.Random(seed)
+        self.timings = timings or Timings()
+        self._latencies: list[float] = []
+        self._lat_lock = threading.Lock()
+        self._status_changes = 0
+        self._user_on_sync = on_sync
+        self.on_progress = on_progress
+        self.request_counter = request_counter
+        self.agent = NodeAgent(
+            self.client,
+            node_name,
+            timings=self.timings,
+            seed=seed,
+            manager_options=manager_options,
+            on_sync=self._on_sync,
+            on_event=self.checker.observe_event,
+        )
+        self._created: dict[tuple[str, str], str] = {}
+        self._gates_set: set[str] = set()
+
+    def _on_sync(self, record: SyncRecord) -> None:
+        if record.patched and record.changed_at is not None:
+            with self._lat_lock:
+                self._latencies.append(record.synced_at - record.changed_at)
+        if self._user_on_sync is not None:
+            self._user_on_sync(record)
+
+    # -- the outside world -----------------------------------------------------------
+
+    def _create_all(self, deadline: float) -> None:
+        # Spread creation over the first moments so pods overlap in every stage.
+        spread = min(5.0, self.duration / 6)
+        start = time.monotonic()
+        for i, manifest in enumerate(self.manifests):
+            manifest = msgspec.json.decode(msgspec.json.encode(manifest))
+            manifest.setdefault("spec", {})["nodeName"] = self.node_name
+            target = start + spread * i / max(1, len(self.manifests))
+            delay = target - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            try:
+                pod = self.client.create_pod(manifest)
+            except ApiError as err:
+                log.warning("could not create pod %s: %s", manifest.get("metadata", {}).get("name"), err)
+                continue
+            self._created[(pod.namespace, pod.name)] = pod.uid
+            if time.monotonic() > deadline:
+                break
+
+    def _set_gates(self) -> None:
+        """An outside controller (a load balancer) marks readiness gates once containers are ready."""
+        for sim in self.agent.sims():
+            pod = sim.pod
+            gates = [g.condition_type for g in pod.spec.readiness_gates or ()]
+            if not gates or pod.uid in self._gates_set or sim.deleting:
+                continue
+            if not all(c.ready for c in sim.containers):
+                continue
+            self._gates_set.add(pod.uid)
+            now = _now().isoformat().replace("+00:00", "Z")
+            patch = {
+                "metadata": {"uid": pod.uid},
+                "status": {
+                    "conditions": [
+                        {"type": t, "status": "True", "lastTransitionTime": now, "lastProbeTime": None} for t in gates
+                    ]
+                },
+            }
+            try:
+                # Through the raw client: this is another writer, not the node.
+                self.raw_client.patch_pod_status(pod.namespace, pod.name, msgspec.json.encode(patch))
+            except ApiError as err:
+                log.info("readiness gate controller: %s", err)
+                self._gates_set.discard(pod.uid)
+
+    def _delete_some(self) -> int:
+        victims = [
+            s for s in self.agent.sims() if s.behaviour in ("serve", "crash") and not s.deleting and s.pod.name
+        ]
+        self.rng.shuffle(victims)
+        count = max(1, int(len(victims) * self.delete_fraction)) if victims else 0
+        for sim in victims[:count]:
+            try:
+                self.raw_client.delete_pod(sim.pod.namespace, sim.pod.name, grace_period_seconds=30, uid=sim.uid)
+            except ApiError as err:
+                log.info("delete %s: %s", sim.pod.key(), err)
+        return count
+
+    def _recreate_some(self) -> None:
+        """Delete a pod at once and create it again under the same name: a new UID, same key."""
+        candidates = [s for s in self.agent.sims() if s.behaviour == "serve" and not s.deleting]
+        for sim in candidates[: self.recreate]:
+            pod = sim.pod
+            try:
+                self.raw_client.delete_pod(pod.namespace, pod.name, grace_period_seconds=0, uid=pod.uid)
+                manifest: dict[str, Any] = {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": pod.name,
+                        "namespace": pod.namespace,
+                        "labels": dict(pod.metadata.labels or {}),
+                        "annotations": dict(pod.metadata.annotations or {}),
+                    },
+                    "spec": {k: v for k, v in pod.spec.to_dict().items() if k != "nodeName"},
+                }
+                manifest["spec"]["nodeName"] = self.node_name
+                new = self.client.create_pod(manifest)
+                self._created[(new.namespace, new.name)] = new.uid
+                log.info("recreated %s: UID %s -> %s", pod.key(), pod.uid, new.uid)
+            except ApiError as err:
+                log.info("recreate %s: %s", pod.key(), err)
+
+    def progress(self) -> dict[str, int]:
+        sims = self.agent.sims()
+        phases = Counter(s.pod.status.phase or "Pending" for s in sims)
+        return {
+            "created": len(self._created),
+            "running": phases.get("Running", 0),
+            "succeeded": phases.get("Succeeded", 0),
+            "failed": phases.get("Failed", 0),
+            "deleted": len(self.agent.deleted_uids),
+            "pending_sync": self.agent.manager.pending_count(),
+            "synced": len(self._latencies),
+        }
+
+    def _settled(self) -> bool:
+        for sim in self.agent.sims():
+            if sim.deleting:
+                return False  # the deletion handshake is not over
+            if sim.behaviour in ("complete", "fail") and not is_terminal_phase(sim.pod.status.phase):
+                return False
+            if sim.behaviour == "serve":
+                if not all(c.ready for c in sim.containers):
+                    return False
+                if sim.pod.spec.readiness_gates and sim.pod.uid not in self._gates_set:
+                    return False
+        return self.agent.manager.pending_count() == 0
+
+    def run(self) -> SimulationResult:
+        start = time.monotonic()
+        deadline = start + self.duration
+        self.agent.register_node()
+        self.agent.start()
+        try:
+            self._create_all(deadline)
+            deleted_at = start + max(self.duration * 0.35, min(12.0, self.duration * 0.6))
+            did_delete = False
+            settled = False
+            while time.monotonic() < deadline:
+                time.sleep(0.2)
+                self._set_gates()
+                if not did_delete and time.monotonic() >= deleted_at:
+                    self._delete_some()
+                    self._recreate_some()
+                    did_delete = True
+                if self.on_progress is not None:
+                    self.on_progress(self.progress())
+                if did_delete and self._settled():
+                    settled = True
+                    break
+            # Let the last writes land.
+            for _ in range(3):
+                self.agent.manager.sync_batch(all=False)
+        finally:
+            self.agent.stop()
+        elapsed = time.monotonic() - start
+        phases: Counter[str] = Counter()
+        try:
+            pods, _ = self.raw_client.list_pods(field_selector=f"spec.nodeName={self.node_name}")
+            for pod in pods:
+                phase = pod.status.phase or "Pending"
+                if pod.metadata.deletion_timestamp is not None:
+                    phase += " (terminating)"
+                phases[phase] += 1
+        except ApiError as err:
+            log.warning("final list failed: %s", err)
+        requests = self.request_counter.snapshot() if self.request_counter is not None else {}
+        return SimulationResult(
+            pods_created=len(self._created),
+            phases=dict(phases),
+            deleted=len(self.agent.deleted_uids),
+            requests=requests,
+            status_changes=len(self._latencies),
+            latencies=list(self._latencies),
+            invariants=self.checker.all(),
+            elapsed=elapsed,
+            settled=settled,
+            watch_errors=self.agent.watch_errors,
+        )
