@@ -161,7 +161,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.kubeconfig:
         from .clients.http import HttpKubeClient
 
-        client: Any = HttpKubeClient.from_kubeconfig(args.kubeconfig, context=args.context, counter=counter)
+        client: Any = HttpKubeClient.from_kubeconfig(args.kubeconfig, context=args.context, requests=counter)
         target = f"cluster from {args.kubeconfig}"
     else:
         server = _make_server("127.0.0.1", 0, args.faults)
@@ -176,7 +176,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         else:
             from .clients.http import HttpKubeClient
 
-            client = HttpKubeClient(server.url, counter=counter)
+            client = HttpKubeClient(server.url, requests=counter)
             target = f"embedded API server at {server.url}"
         console.print(f"kubeconfig for kubectl: [bold]{kubeconfig}[/]")
 

@@ -17,7 +17,7 @@ from podstatus.types import Pod
 
 server_module = pytest.importorskip("podstatus.server")
 if not hasattr(server_module, "EmbeddedApiServer"):
-    pytest.skip("the embedded API server is not there yet", allow_module_level=True)
+    server_module = pytest.importorskip("podstatus.server.http")
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -87,14 +87,16 @@ def test_resource_version_precondition(client: HttpKubeClient) -> None:
     pod = new_pod(client)
     stale = pod.metadata.resource_version
     fresh = client.patch_pod_status(
-        NS, pod.name, status_patch(pod.uid, phase="Pending"), resource_version=stale
+        NS, pod.name, status_patch(pod.uid, message="one"), resource_version=stale
     )
+    assert fresh.metadata.resource_version != stale
     with pytest.raises(ConflictError):
-        client.patch_pod_status(NS, pod.name, status_patch(pod.uid, phase="Running"), resource_version=stale)
+        client.patch_pod_status(NS, pod.name, status_patch(pod.uid, message="two"), resource_version=stale)
+    assert client.get_pod(NS, pod.name).status.message == "one"
     ok = client.patch_pod_status(
-        NS, pod.name, status_patch(pod.uid, phase="Running"), resource_version=fresh.metadata.resource_version
+        NS, pod.name, status_patch(pod.uid, message="two"), resource_version=fresh.metadata.resource_version
     )
-    assert ok.status.phase == "Running"
+    assert ok.status.message == "two"
 
 
 def test_uid_precondition_in_patch(client: HttpKubeClient) -> None:
@@ -153,3 +155,23 @@ def test_from_kubeconfig(server: Any, tmp_path: Path) -> None:
     with HttpKubeClient.from_kubeconfig(path) as client:
         pod = new_pod(client)
         assert client.get_pod(NS, pod.name).uid == pod.uid
+
+
+def test_workers_share_one_client(client: HttpKubeClient) -> None:
+    pods = [new_pod(client, node="threads-node") for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def work(pod: Pod) -> None:
+        try:
+            for i in range(10):
+                client.patch_pod_status(NS, pod.name, status_patch(pod.uid, message=f"m{i}"))
+                assert client.get_pod(NS, pod.name).status.message == f"m{i}"
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(pod,)) for pod in pods]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -228,10 +228,7 @@ class FieldSelector:
         return not self._reqs
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        for getter, equal, value in self._reqs:
-            if (getter(obj) == value) != equal:
-                return False
-        return True
+        return all((getter(obj) == value) == equal for getter, equal, value in self._reqs)
 
     def value_of(self, field_getter: Callable[[Mapping[str, Any]], str]) -> str | None:
         """The value an equality requirement pins for a getter, if any (for indexed lookups)."""

@@ -16,6 +16,7 @@ own pace (fan-out costs nothing per watcher on the write path).
 
 from __future__ import annotations
 
+import builtins
 import heapq
 import ipaddress
 import json
@@ -625,7 +626,7 @@ class Store:
         *,
         label_selector: str | LabelSelector | None = None,
         field_selector: str | FieldSelector | None = None,
-    ) -> tuple[list[Stored], int]:
+    ) -> tuple[builtins.list[Stored], int]:
         """Matching objects (sorted by namespace and name) and the list's resourceVersion."""
         info = self._info(resource)
         ls, fs = _selectors(info.name, label_selector, field_selector)
@@ -637,7 +638,7 @@ class Store:
             items = [s for s in items if _matches(s.obj, ls, fs)]
         return items, rv
 
-    def _snapshot(self, info: ResourceInfo, namespace: str | None) -> list[Stored]:
+    def _snapshot(self, info: ResourceInfo, namespace: str | None) -> builtins.list[Stored]:
         if info.name == "namespaces":
             return [self._namespaces[k] for k in sorted(self._namespaces)]
         objects = self._objects[info.name]
@@ -663,7 +664,7 @@ class Store:
         self._check_namespace(info, namespace, meta)
         name = meta.get("name") or ""
         generate = meta.get("generateName") or ""
-        errors: list[FieldError] = []
+        errors: builtins.list[FieldError] = []
         if not name and not generate:
             errors.append(
                 FieldError("metadata.name", "Required value", detail="name or generateName is required")
@@ -695,7 +696,7 @@ class Store:
             if not name:
                 name = self._generate_name(generate, bucket)
                 meta["name"] = name
-                check: list[FieldError] = []
+                check: builtins.list[FieldError] = []
                 _check_subdomain(name, "metadata.name", check)
                 if check:
                     raise invalid(info.kind, name, check)
@@ -735,7 +736,7 @@ class Store:
         resource: str,
         namespace: str | None,
         name: str,
-        patch: bytes | dict[str, Any] | list[Any],
+        patch: bytes | dict[str, Any] | builtins.list[Any],
         patch_type: str = STRATEGIC_MERGE_PATCH,
         *,
         subresource: str | None = None,
@@ -914,7 +915,7 @@ class Store:
 
     @staticmethod
     def _check_subresource(info: ResourceInfo, subresource: str | None) -> None:
-        if subresource not in (None, "", "status") or info.name == "namespaces" and subresource:
+        if subresource not in (None, "", "status") or (info.name == "namespaces" and subresource):
             message = "the server could not find the requested resource"
             raise NotFoundError(message, status=status_body(404, "NotFound", message))
 
@@ -1008,7 +1009,7 @@ class Store:
             raise bad_request(
                 f"the name of the object ({new_meta['name']}) does not match the name on the URL ({name})"
             )
-        errors: list[FieldError] = []
+        errors: builtins.list[FieldError] = []
         if subresource == "status":
             obj = dict(current.obj)
             obj["metadata"] = dict(cur_meta)
@@ -1137,7 +1138,7 @@ class Store:
                 raise bad_request(f'invalid resource version "{resource_version}"') from None
         with self._lock:
             self._maybe_reap()
-            initial: list[Stored] = []
+            initial: builtins.list[Stored] = []
             if start is None:
                 if send_initial_events is not False:
                     initial = [s for s in self._snapshot(info, namespace) if _matches(s.obj, ls, fs)]
@@ -1148,10 +1149,10 @@ class Store:
                     raise _expired(start, oldest)
             return Watch(self, info, namespace, ls, fs, start, initial, send_initial_events is True)
 
-    def _events_after(self, cursor: int, limit: int) -> list[Event]:
+    def _events_after(self, cursor: int, limit: int) -> builtins.list[Event]:
         # Lock held. Events cursor+1 .. current, at most `limit`.
         end = min(self._rv, cursor + limit)
-        out: list[Event] = []
+        out: builtins.list[Event] = []
         for rv in range(cursor + 1, end + 1):
             event = self._ring[rv % self._size]
             if event is None or event.rv != rv:
@@ -1209,6 +1210,10 @@ class Watch:
     def in_initial_events(self) -> bool:
         """True while the synthetic ADDED events of the current state are still coming."""
         return self._initial_left > 0
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._store._closed
 
     def close(self) -> None:
         store = self._store

@@ -1,0 +1,197 @@
+"""The KubeClient of SPEC 2.4 bound in process to an embedded API server's store (no HTTP).
+
+Requests go straight to :class:`podstatus.server.Store`, so they mean exactly
+what the same request over HTTP means (same validation, preconditions,
+resourceVersions and watch events) at a fraction of the cost: the simulator's
+fast path, and a convenient fake for tests.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from ..errors import BadRequestError
+from ..server.http import EmbeddedApiServer
+from ..server.store import STRATEGIC_MERGE_PATCH, Store, Watch
+from ..types import Pod
+from .base import RequestCounter
+
+__all__ = ["EmbeddedClient"]
+
+_decode = msgspec.json.decode
+
+
+def _pod(value: Pod | None) -> Pod:
+    # Pods in the store always carry their decoded form.
+    assert value is not None
+    return value
+
+
+class EmbeddedClient:
+    """``EmbeddedClient(store_or_server, *, counter=None)``: pods and nodes, in process.
+
+    Raises the :class:`podstatus.ApiError` subclasses the HTTP server would
+    answer with (NotFoundError, ConflictError, UnprocessableEntityError...).
+    ``counter`` (a :class:`RequestCounter`) counts requests by verb.
+    Pods come back as immutable :class:`~podstatus.types.Pod` values; nodes as
+    fresh dicts.
+    """
+
+    def __init__(
+        self, store_or_server: Store | EmbeddedApiServer, *, counter: RequestCounter | None = None
+    ) -> None:
+        self.store = (
+            store_or_server.store if isinstance(store_or_server, EmbeddedApiServer) else store_or_server
+        )
+        self.counter = counter if counter is not None else RequestCounter()
+
+    # -- SPEC 2.4 ----------------------------------------------------------------------
+
+    def get_pod(self, namespace: str, name: str) -> Pod:
+        self.counter.inc("get")
+        return _pod(self.store.get("pods", namespace, name).pod)
+
+    def patch_pod_status(
+        self, namespace: str, name: str, patch: bytes, *, resource_version: str | None = None
+    ) -> Pod:
+        """Strategic merge patch of ``pods/status``; ``resource_version`` adds a precondition."""
+        self.counter.inc("patch")
+        body: bytes | dict[str, Any] = patch
+        if resource_version is not None:
+            try:
+                data = _decode(patch)
+            except msgspec.DecodeError as err:
+                raise BadRequestError(f"error decoding patch: {err}") from None
+            if not isinstance(data, dict):
+                raise BadRequestError("a strategic merge patch must be a JSON object")
+            meta = data.get("metadata")
+            data["metadata"] = {
+                **(meta if isinstance(meta, dict) else {}),
+                "resourceVersion": resource_version,
+            }
+            body = data
+        stored = self.store.patch("pods", namespace, name, body, STRATEGIC_MERGE_PATCH, subresource="status")
+        return _pod(stored.pod)
+
+    def delete_pod(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None = None, uid: str | None = None
+    ) -> None:
+        self.counter.inc("delete")
+        self.store.delete("pods", namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
+
+    # -- conveniences ------------------------------------------------------------------
+
+    def create_pod(self, pod: Pod | dict[str, Any], namespace: str | None = None) -> Pod:
+        """Create a pod (its namespace from ``namespace`` or its metadata, else ``default``)."""
+        self.counter.inc("create")
+        body = pod.to_dict() if isinstance(pod, Pod) else pod
+        ns = namespace or (body.get("metadata") or {}).get("namespace") or "default"
+        return _pod(self.store.create("pods", ns, body).pod)
+
+    def update_pod(self, pod: Pod | dict[str, Any]) -> Pod:
+        """Replace a pod (PUT; its status is left alone, as on the real server)."""
+        self.counter.inc("update")
+        body = pod.to_dict() if isinstance(pod, Pod) else pod
+        meta = body.get("metadata") or {}
+        return _pod(
+            self.store.update("pods", meta.get("namespace") or "default", meta.get("name", ""), body).pod
+        )
+
+    def patch_pod(
+        self,
+        namespace: str,
+        name: str,
+        patch: bytes | dict[str, Any] | list[Any],
+        patch_type: str = STRATEGIC_MERGE_PATCH,
+        *,
+        subresource: str | None = None,
+    ) -> Pod:
+        """Any patch of a pod or ``pods/status`` (``patch_type``: content type or strategic/merge/json)."""
+        self.counter.inc("patch")
+        return _pod(self.store.patch("pods", namespace, name, patch, patch_type, subresource=subresource).pod)
+
+    def bind_pod(self, namespace: str, name: str, node_name: str) -> Pod:
+        """Set the node of an unbound pod (``pods/binding``)."""
+        self.counter.inc("create")
+        return _pod(self.store.bind(namespace, name, node_name).pod)
+
+    def list_pods(
+        self,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[Pod]:
+        self.counter.inc("list")
+        items, _ = self.store.list(
+            "pods", namespace, label_selector=label_selector, field_selector=field_selector
+        )
+        return [_pod(s.pod) for s in items]
+
+    def watch_pods(
+        self,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[tuple[str, Pod]]:
+        """``(event type, pod)`` pairs until ``timeout`` seconds pass (forever when None).
+
+        Without ``resource_version`` the current pods come first as ``ADDED``.
+        Raises :class:`podstatus.errors.GoneError` when the version is too old.
+        """
+        self.counter.inc("watch")
+        watch = self.store.watch(
+            "pods",
+            namespace,
+            resource_version=resource_version,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
+        return self._events(watch, timeout)
+
+    @staticmethod
+    def _events(watch: Watch, timeout: float | None) -> Iterator[tuple[str, Pod]]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with watch:
+            while True:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return
+                event = watch.next(timeout=remaining)
+                if event is None:
+                    if deadline is None and not watch.closed:
+                        continue
+                    return
+                yield event.type, _pod(event.stored.pod)
+
+    def create_node(self, node: dict[str, Any]) -> dict[str, Any]:
+        self.counter.inc("create")
+        return _decode(self.store.create("nodes", None, node).raw)
+
+    def get_node(self, name: str) -> dict[str, Any]:
+        self.counter.inc("get")
+        return _decode(self.store.get("nodes", None, name).raw)
+
+    def list_nodes(
+        self, label_selector: str | None = None, field_selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        self.counter.inc("list")
+        items, _ = self.store.list("nodes", label_selector=label_selector, field_selector=field_selector)
+        return [_decode(s.raw) for s in items]
+
+    def patch_node_status(
+        self, name: str, patch: bytes | dict[str, Any] | list[Any], patch_type: str = STRATEGIC_MERGE_PATCH
+    ) -> dict[str, Any]:
+        self.counter.inc("patch")
+        stored = self.store.patch("nodes", None, name, patch, patch_type, subresource="status")
+        return _decode(stored.raw)
+
+    def delete_node(self, name: str) -> None:
+        self.counter.inc("delete")
+        self.store.delete("nodes", None, name)
