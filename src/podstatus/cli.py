@@ -217,7 +217,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.stop()
-    console.print(render_summary(result, args.node, mode))
+    console.print(render_summary(result, args.node, mode, console.width))
     if not result.ok:
         console.print("[bold red]An invariant was broken: see above.[/]")
         return 1
@@ -240,7 +240,7 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.1f} ms"
 
 
-def render_summary(result: Any, node: str, mode: str) -> Table:
+def render_summary(result: Any, node: str, mode: str, width: int = 120) -> Table:
     outer = Table.grid(padding=(0, 2))
     phases = Table(title="Pods by phase (on the server)", header_style="bold")
     phases.add_column("phase")
@@ -281,8 +281,12 @@ def render_summary(result: Any, node: str, mode: str) -> Table:
         for example in inv.examples:
             invariants.add_row(f"  [red]{example}[/]", "", "")
 
-    outer.add_row(phases, requests)
-    outer.add_row(latency, invariants)
+    if width >= 110:
+        outer.add_row(phases, requests)
+        outer.add_row(latency, invariants)
+    else:
+        for table in (phases, requests, latency, invariants):
+            outer.add_row(table)
     wrapper = Table(
         title=f"podstatus simulate: node {node}, {mode}, {result.elapsed:.1f} s"
         + ("" if result.settled else " (stopped at --duration before settling)"),

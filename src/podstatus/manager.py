@@ -635,6 +635,10 @@ class Manager:
             entry = replace(entry)  # a snapshot: setters may move on while we talk to the server
             state = self._sync_state.get(uid)
             cached_pod = state.server_pod if (state is not None and self._opts.skip_get) else None
+            if cached_pod is None and self._opts.skip_get:
+                # First write: the pod manager's copy (from the agent's watch) is as good a
+                # base as a GET; if it is stale, the resourceVersion precondition says so.
+                cached_pod = self._known_api_pod(uid)
         key = f"{entry.namespace}/{entry.name}"
         requests = 0
 
@@ -772,6 +776,14 @@ class Manager:
             return int(theirs) <= int(mine or "0")
         except ValueError:
             return False
+
+    def _known_api_pod(self, uid: str) -> Pod | None:
+        pod = self._pods.get_pod_by_uid(uid)
+        if pod is not None and is_static_pod(pod):
+            pod = self._pods.get_mirror_pod_by_pod(pod)
+        if pod is None or not pod.metadata.resource_version or not pod.metadata.name:
+            return None
+        return pod
 
     def _forget_server_pod(self, uid: str, gone_version: int | None = None) -> None:
         with self._lock:

@@ -637,14 +637,14 @@ class InvariantChecker:
             )
         self.observe_event("MODIFIED", result)
 
-    def observe_delete(self, namespace: str, name: str, uid: str | None, server_pod: Pod | None) -> None:
+    def observe_delete(self, namespace: str, name: str, uid: str) -> None:
+        """A final delete (grace 0) succeeded: the pod must have been terminal on the server."""
         with self._lock:
-            if server_pod is not None:
-                self.wrong_uid.check(uid == server_pod.uid, lambda: f"{namespace}/{name}: delete for {uid} hit {server_pod.uid}")
-                self.early_delete.check(
-                    server_pod.uid != uid or is_terminal_phase(server_pod.status.phase),
-                    lambda: f"{namespace}/{name}: deleted in phase {server_pod.status.phase}",
-                )
+            last = self._last.get(uid)
+            self.early_delete.check(
+                last is not None and is_terminal_phase(last.status.phase),
+                lambda: f"{namespace}/{name}: deleted while {last.status.phase if last else 'unseen'}",
+            )
 
     def observe_event(self, kind: str, pod: Pod) -> None:
         if kind not in ("ADDED", "MODIFIED"):
@@ -699,12 +699,9 @@ class CheckedClient:
         return result
 
     def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None) -> None:
-        try:
-            server_pod: Pod | None = self._inner.get_pod(namespace, name) if grace_period_seconds == 0 else None
-        except ApiError:
-            server_pod = None
         self._inner.delete_pod(namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
-        self._checker.observe_delete(namespace, name, uid, server_pod)
+        if grace_period_seconds == 0 and uid is not None:
+            self._checker.observe_delete(namespace, name, uid)
 
 
 # --- the simulation ------------------------------------------------------------------
