@@ -35,7 +35,10 @@ bench: $(STAMP)
 soak: $(STAMP)
 	$(PY) -m pytest -q -s -m slow tests/reliability
 
+# Builds kube-apiserver and etcd from the Go modules once (cached in ~/.cache/podstatus-apiserver),
+# then runs the integration suite against them.
 test-apiserver: $(STAMP)
+	tests/apiserver/start --build-only
 	$(PY) -m pytest -q -m apiserver tests/apiserver_suite
 
 clean:

@@ -251,7 +251,7 @@ def test_status_validation(store: Store) -> None:
     store.patch("pods", "default", "p", {"status": {"phase": "Succeeded", "containerStatuses": [terminated]}},
                 subresource="status")  # fmt: skip
     with pytest.raises(
-        UnprocessableEntityError, match="status.phase: Forbidden: cannot transition from a terminal"
+        UnprocessableEntityError, match=r"status\.phase: Forbidden: cannot transition from a terminal"
     ):
         store.patch("pods", "default", "p", {"status": {"phase": "Running"}}, subresource="status")
     running = {**terminated, "state": {"running": {}}}

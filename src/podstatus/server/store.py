@@ -309,7 +309,8 @@ def _default_containers(containers: Any) -> None:
         if isinstance(c.get("image"), str):
             c.setdefault("imagePullPolicy", _image_pull_policy(c["image"]))
         c.setdefault("resources", {})
-        for port in c.get("ports") or ():
+        ports = c.get("ports")
+        for port in ports if isinstance(ports, list) else ():
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
 
@@ -678,12 +679,11 @@ class Store:
             spec = obj.setdefault("spec", {})
             if isinstance(spec, dict):
                 _default_pod_spec(spec)
-            _validate_pod_spec(spec, errors)
             # The real server starts every pod Pending; a status in the body is dropped.
-            obj["status"] = {
-                "phase": "Pending",
-                "qosClass": _qos_class(spec if isinstance(spec, dict) else {}),
-            }
+            obj["status"] = {"phase": "Pending"}
+            self._typecheck(info, obj, 400)
+            obj["status"]["qosClass"] = _qos_class(spec)
+            _validate_pod_spec(spec, errors)
             meta["generation"] = 1
         else:
             obj.setdefault("spec", {})
@@ -706,7 +706,7 @@ class Store:
             meta["uid"] = str(uuid.uuid4())
             meta["resourceVersion"] = str(rv)
             meta["creationTimestamp"] = _rfc3339(self._clock())
-            stored = self._make(info, obj, rv, bad=400)
+            stored = Stored(obj, _encode(obj), self._typecheck(info, obj, 400), rv)
             bucket[name] = stored
             if info.namespaced:
                 self._ensure_namespace(namespace or "")
@@ -1015,8 +1015,6 @@ class Store:
             obj["metadata"] = dict(cur_meta)
             status = new.get("status")
             obj["status"] = status if status is not None else {}
-            if info.name == "pods":
-                _validate_pod_status(current.obj, obj, errors)
         else:
             obj = new
             obj["kind"] = info.kind
@@ -1047,10 +1045,16 @@ class Store:
                         meta["generation"] = int(meta["generation"]) + 1
             if isinstance(meta.get("finalizers"), list) and not meta["finalizers"]:
                 del meta["finalizers"]
-        if errors:
-            raise invalid(info.kind, name, errors)
         if obj == current.obj:
             return current  # nothing changed: no new resourceVersion, no event (as the real server)
+        rv = self._rv + 1
+        obj["metadata"]["resourceVersion"] = str(rv)
+        # Types first: the semantic checks below may then trust them.
+        pod = self._typecheck(info, obj, bad)
+        if subresource == "status" and info.name == "pods":
+            _validate_pod_status(current.obj, obj, errors)
+        if errors:
+            raise invalid(info.kind, name, errors)
         meta = obj["metadata"]
         if (
             meta.get("deletionTimestamp")
@@ -1059,32 +1063,34 @@ class Store:
         ):
             # The last finalizer of an object deleted with grace 0 is gone: it goes now.
             return self._remove(info, ns, current)
-        return self._commit(info, ns, current, obj, bad=bad)
+        return self._commit(info, ns, current, obj, pod)
 
     def _commit(
-        self, info: ResourceInfo, ns: str, current: Stored, obj: dict[str, Any], *, bad: int = 422
+        self, info: ResourceInfo, ns: str, current: Stored, obj: dict[str, Any], pod: Pod | None = None
     ) -> Stored:
         rv = self._rv + 1
         obj["metadata"]["resourceVersion"] = str(rv)
-        stored = self._make(info, obj, rv, bad=bad)
+        if pod is None or pod.metadata.resource_version != str(rv):
+            pod = self._typecheck(info, obj, 422)
+        stored = Stored(obj, _encode(obj), pod, rv)
         self._bucket(info, ns)[current.name] = stored
         self._record("MODIFIED", info, ns, stored, current)
         return stored
 
     @staticmethod
-    def _make(info: ResourceInfo, obj: dict[str, Any], rv: int, *, bad: int) -> Stored:
-        pod = None
-        if info.name == "pods":
-            try:
-                pod = Pod.from_dict(obj)
-            except InvalidObjectError as err:
-                name = str(obj["metadata"].get("name", ""))
-                if bad == 400:
-                    raise bad_request(f'Pod in version "v1" cannot be handled as a Pod: {err}') from None
-                raise invalid(
-                    "Pod", name, [FieldError(err.path or "<root>", "Invalid value", None, str(err))]
-                ) from None
-        return Stored(obj, _encode(obj), pod, rv)
+    def _typecheck(info: ResourceInfo, obj: dict[str, Any], bad: int) -> Pod | None:
+        """Decode a pod (the types the API declares); ``bad`` is the code for a failure."""
+        if info.name != "pods":
+            return None
+        try:
+            return Pod.from_dict(obj)
+        except InvalidObjectError as err:
+            if bad == 400:
+                raise bad_request(f'Pod in version "v1" cannot be handled as a Pod: {err}') from None
+            name = str(obj["metadata"].get("name", ""))
+            raise invalid(
+                "Pod", name, [FieldError(err.path or "<root>", "Invalid value", None, str(err))]
+            ) from None
 
     # -- graceful deletion deadlines ---------------------------------------------------
 

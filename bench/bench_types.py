@@ -1,0 +1,81 @@
+"""types: decode + encode of the fixture pod, ours against the official ``kubernetes`` models.
+
+Ours: ``Pod.from_json(raw_bytes)`` then ``.to_dict()`` (and ``.to_json()``).
+Peer: ``ApiClient().deserialize(text, "V1Pod", "application/json")`` then ``.to_dict()``,
+which is what the official client does with every answer it gets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from bench._common import fixture_bytes, interleaved, ratio_stats
+except ImportError:  # run as a script from bench/
+    from _common import fixture_bytes, interleaved, ratio_stats  # type: ignore[no-redef]
+
+
+def run(repeats: int = 9, target: float = 0.05) -> dict[str, Any]:
+    from kubernetes.client import ApiClient
+
+    from podstatus.types import Pod
+
+    raw = fixture_bytes()
+    text = raw.decode()
+    api = ApiClient()
+
+    # Both must give back the pod; check once, outside the timing.
+    ours_pod = Pod.from_json(raw)
+    peer_pod = api.deserialize(text, "V1Pod", "application/json")
+    assert ours_pod.metadata.uid == peer_pod.metadata.uid
+    assert len(ours_pod.status.container_statuses or ()) == len(peer_pod.status.container_statuses)
+
+    def ours() -> Any:
+        return Pod.from_json(raw).to_dict()
+
+    def ours_json() -> Any:
+        return Pod.from_json(raw).to_json()
+
+    def ours_decode() -> Any:
+        return Pod.from_json(raw)
+
+    def peer() -> Any:
+        return api.deserialize(text, "V1Pod", "application/json").to_dict()
+
+    def peer_decode() -> Any:
+        return api.deserialize(text, "V1Pod", "application/json")
+
+    stats = interleaved(
+        {
+            "ours": ours,
+            "peer": peer,
+            "ours_json": ours_json,
+            "ours_decode": ours_decode,
+            "peer_decode": peer_decode,
+        },
+        repeats=repeats,
+        target=target,
+    )
+    ratio = ratio_stats(stats["peer"], stats["ours"])
+    ratio_json = ratio_stats(stats["peer"], stats["ours_json"])
+    ratio_decode = ratio_stats(stats["peer_decode"], stats["ours_decode"])
+    return {
+        "bytes": len(raw),
+        "repeats": repeats,
+        "ours_us": stats["ours"].as_dict(1e6),
+        "ours_json_us": stats["ours_json"].as_dict(1e6),
+        "ours_decode_us": stats["ours_decode"].as_dict(1e6),
+        "peer_us": stats["peer"].as_dict(1e6),
+        "peer_decode_us": stats["peer_decode"].as_dict(1e6),
+        "ratio": ratio.as_dict(),
+        "ratio_json": ratio_json.as_dict(),
+        "ratio_decode": ratio_decode.as_dict(),
+        "target": 20.0,
+        "met": ratio.median >= 20.0,
+    }
+
+
+if __name__ == "__main__":
+    import pprint
+
+    pprint.pprint(run())
