@@ -137,7 +137,7 @@ def _peer(pods: int, calls: int, repeats: int) -> dict[str, Any]:
 
 
 def run(
-    pods: int = 10_000, calls: int = 20_000, peer_calls: int = 2_000, repeats: int = 5
+    pods: int = 10_000, calls: int = 20_000, peer_calls: int = 1_000, repeats: int = 5
 ) -> dict[str, Any]:
     """ops/s of ours and the peer; ``calls`` per repeat for ours, ``peer_calls`` for the (slow) peer."""
     ours = _ours(pods, calls, repeats)

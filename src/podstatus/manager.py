@@ -45,6 +45,7 @@ from .statusutil import (
     is_pod_status_by_kubelet_equal,
     merge_pod_status,
     normalize_status,
+    normalize_time,
     now_seconds,
     replace_or_append_condition,
     terminated_status,
@@ -238,18 +239,25 @@ class Manager:
         self._thread.start()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Stop the loop and wait for it (at most ``timeout`` seconds); requests in flight are abandoned."""
+        """Stop the loop and wait for it, at most ``timeout`` seconds (default 5).
+
+        A request that hangs does not hold ``stop`` up: its thread is a daemon
+        that notices the stop when the request returns, and nothing it would
+        record matters any more.
+        """
         self._stopping.set()
         self._wake.set()
         with self._queue_cond:
             self._queue_cond.notify_all()
         threads = [t for t in (self._thread, *self._workers) if t is not None]
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = time.monotonic() + (5.0 if timeout is None else timeout)
         for t in threads:
             if t is threading.current_thread():
                 continue
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            t.join(remaining)
+            t.join(max(0.0, deadline - time.monotonic()))
+        busy = [t.name for t in threads if t.is_alive() and t is not threading.current_thread()]
+        if busy:
+            log.warning("Status manager stopped while requests were in flight threads=%s", ",".join(busy))
         with self._lock:
             self._thread = None
             self._workers = []
@@ -392,7 +400,7 @@ class Manager:
             )
             status = status.replace(phase=old.phase, reason=old.reason, message=old.message)
 
-        now = self._opts.clock()
+        now = self._now()
         status = update_last_transition_times(old, status, now)
         if old.start_time is not None:
             start = old.start_time
@@ -424,6 +432,12 @@ class Manager:
         self._notify(uid)
         return True
 
+    def _now(self) -> datetime:
+        # Times the manager sets are normal too: whole seconds, UTC.
+        now = normalize_time(self._opts.clock())
+        assert now is not None
+        return now
+
     def _notify(self, uid: str) -> None:
         # Never blocks; one pending wake-up is enough.
         self._wake.set()
@@ -437,7 +451,7 @@ class Manager:
             timeout = max(0.0, next_full - time.monotonic())
             if self._opts.backoff:
                 timeout = min(timeout, self._next_backoff_wait())
-            woken = self._wake.wait(timeout)
+            self._wake.wait(timeout)
             if self._stopping.is_set():
                 return
             self._wake.clear()
@@ -448,8 +462,6 @@ class Manager:
                 self._run_pass(all=full, wait=False)
             except Exception:
                 log.exception("Status sync pass failed; the loop goes on")
-            if not woken and not full:
-                continue
 
     def _next_backoff_wait(self) -> float:
         with self._lock:
@@ -672,7 +684,7 @@ class Manager:
                 pod.status,
                 entry.status,
                 bool(self._safety.pod_could_have_running_containers(pod)),
-                self._opts.clock(),
+                self._now(),
             )
             patch = patchlib.diff_pod_status(pod.status.to_dict(), merged.to_dict(), pod.uid)
             patched = False

@@ -179,7 +179,7 @@ def validate_status(status: Any) -> None:
 # --- normalisation ------------------------------------------------------------------
 
 
-def _norm_time(t: datetime | None) -> datetime | None:
+def normalize_time(t: datetime | None) -> datetime | None:
     if t is None:
         return None
     if t.tzinfo is not UTC:
@@ -205,13 +205,13 @@ def _norm_state(state: ContainerState | None, max_message: int) -> ContainerStat
     changes: dict[str, Any] = {}
     running = state.running
     if running is not None:
-        started = _norm_time(running.started_at)
+        started = normalize_time(running.started_at)
         if started is not running.started_at:
             changes["running"] = running.replace(started_at=started)
     term = state.terminated
     if term is not None:
-        started = _norm_time(term.started_at)
-        finished = _norm_time(term.finished_at)
+        started = normalize_time(term.started_at)
+        finished = normalize_time(term.finished_at)
         message = term.message
         if message is not None:
             message = truncate_utf8(message, max_message)
@@ -271,7 +271,7 @@ def normalize_status(spec: PodSpec, status: PodStatus) -> PodStatus:
     if n > 0:
         per_status //= n
     changes: dict[str, Any] = {}
-    start = _norm_time(status.start_time)
+    start = normalize_time(status.start_time)
     if start is not status.start_time:
         changes["start_time"] = start
     conditions = status.conditions
@@ -279,8 +279,8 @@ def normalize_status(spec: PodSpec, status: PodStatus) -> PodStatus:
         new_conditions = []
         changed = type(conditions) is not tuple
         for c in conditions:
-            probe = _norm_time(c.last_probe_time)
-            trans = _norm_time(c.last_transition_time)
+            probe = normalize_time(c.last_probe_time)
+            trans = normalize_time(c.last_transition_time)
             if probe is not c.last_probe_time or trans is not c.last_transition_time:
                 c = c.replace(last_probe_time=probe, last_transition_time=trans)
                 changed = True

@@ -1,0 +1,151 @@
+"""memory: bytes per cached pod status with many pods cached.
+
+Each pod gets the fixture's status, decoded from its own JSON text in which the
+pod IP, the IPv6 pod IP and every container ID (init and regular containers)
+are unique to the pod, so no string is shared between pods that would not be
+shared on a real node. The pods themselves (what the pod manager holds) are
+built before measuring and are not counted: only what the status manager
+retains is.
+
+Two measures, each in a fresh subprocess so the numbers are clean:
+``tracemalloc`` (Python allocations the manager retains, divided by pods) and
+the RSS growth of the process (what the OS sees, allocator slack included).
+Peer: the same statuses kept as the official package's ``V1PodStatus`` models
+(tracemalloc, fewer pods: the figure is per pod).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+try:
+    from bench._common import ROOT, _hex, fixture_dict, pod_name, uid_of
+except ImportError:  # run as a script from bench/
+    from _common import ROOT, _hex, fixture_dict, pod_name, uid_of  # type: ignore[no-redef]
+
+_IP4 = "10.244.17.42"
+_IP6 = "fd00:10:244:17::2a"
+
+
+def _status_template() -> tuple[str, list[str]]:
+    """The fixture status as JSON text, and the container IDs in it (to substitute)."""
+    status = fixture_dict()["status"]
+    ids: list[str] = []
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in status.get(key) or ():
+            if cs.get("containerID"):
+                ids.append(cs["containerID"])
+    return json.dumps(status, separators=(",", ":")), ids
+
+
+def _status_json(template: str, ids: list[str], i: int) -> bytes:
+    text = template.replace(f'"{_IP4}"', f'"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"')
+    text = text.replace(f'"{_IP6}"', f'"fd00:10:244::{i:x}"')
+    for n, cid in enumerate(ids):
+        text = text.replace(cid, cid.partition("://")[0] + "://" + _hex(i, 10 + n))
+    return text.encode()
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def measure(pods: int, how: str) -> dict[str, Any]:
+    """In this process: ``how`` is "tracemalloc", "rss" or "peer"."""
+    import tracemalloc
+
+    template, ids = _status_template()
+    if how == "peer":
+        from kubernetes.client import ApiClient
+
+        api = ApiClient()
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        cache = {}
+        for i in range(pods):
+            data = json.loads(_status_json(template, ids, i))
+            cache[uid_of(i)] = api._ApiClient__deserialize(data, "V1PodStatus")
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        assert len(cache) == pods
+        return {"pods": pods, "bytes_per_pod": (after - before) / pods}
+
+    from podstatus.deletion import FakePodDeletionSafety
+    from podstatus.manager import new_manager
+    from podstatus.podmanager import BasicPodManager
+    from podstatus.types import Pod, PodStatus
+
+    template_pod = Pod.from_dict(fixture_dict())
+    meta = template_pod.metadata
+    objs = [template_pod.replace(metadata=meta.replace(uid=uid_of(i), name=pod_name(i))) for i in range(pods)]
+    pm = BasicPodManager(objs)
+    safety = FakePodDeletionSafety()
+    gc.collect()
+    if how == "tracemalloc":
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+    else:
+        before = _rss()
+    mgr = new_manager(None, pm, safety)
+    for i, pod in enumerate(objs):
+        mgr.set_pod_status(pod, PodStatus.from_json(_status_json(template, ids, i)))
+    gc.collect()
+    if how == "tracemalloc":
+        after = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+    else:
+        after = _rss()
+    assert len(mgr.cached_uids()) == pods
+    # Spot check: the cached statuses really are distinct.
+    a, b = mgr.get_pod_status(objs[0].uid), mgr.get_pod_status(objs[-1].uid)
+    assert a is not None and b is not None and (pods == 1 or a.pod_ip != b.pod_ip)
+    return {"pods": pods, "bytes_per_pod": (after - before) / pods}
+
+
+def _in_subprocess(pods: int, how: str) -> dict[str, Any]:
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); "
+        "from bench.bench_memory import measure; "
+        "print(json.dumps(measure(int(sys.argv[2]), sys.argv[3])))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT), str(pods), how],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def run(pods: int = 100_000, peer_pods: int = 10_000) -> dict[str, Any]:
+    traced = _in_subprocess(pods, "tracemalloc")
+    rss = _in_subprocess(pods, "rss")
+    peer = _in_subprocess(peer_pods, "peer")
+    ours = traced["bytes_per_pod"]
+    return {
+        "pods": pods,
+        "peer_pods": peer_pods,
+        "ours_bytes": ours,
+        "ours_rss_bytes": rss["bytes_per_pod"],
+        "peer_bytes": peer["bytes_per_pod"],
+        "ratio": peer["bytes_per_pod"] / ours,
+        "target": 4096,
+        "met": ours < 4096 and rss["bytes_per_pod"] < 4096,
+    }
+
+
+if __name__ == "__main__":
+    import pprint
+
+    pprint.pprint(run())
