@@ -43,20 +43,30 @@ def build_parser() -> argparse.ArgumentParser:
         prog="podstatus",
         description="The kubelet's pod status manager for Python: serve an embedded API server or simulate a node.",
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the embedded Kubernetes API server (pods and nodes) on loopback")
+    serve = sub.add_parser(
+        "serve", help="run the embedded Kubernetes API server (pods and nodes) on loopback"
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=6443, help="port (0 picks a free one; default 6443)")
     serve.add_argument(
         "--kubeconfig", default="podstatus.kubeconfig", help="where to write a kubeconfig that points at it"
     )
-    serve.add_argument("--faults", default="", help="fault injection, e.g. error=0.1,latency=5ms..50ms,conflict=0.05")
+    serve.add_argument(
+        "--faults", default="", help="fault injection, e.g. error=0.1,latency=5ms..50ms,conflict=0.05"
+    )
 
     sim = sub.add_parser("simulate", help="run a simulated node agent (the main job)")
-    sim.add_argument("--pods", type=_positive_int, default=None, help=f"pods of the built-in mix (default {DEFAULT_PODS})")
-    sim.add_argument("-f", "--filename", action="append", default=[], help="YAML/JSON file of pods (repeatable)")
+    sim.add_argument(
+        "--pods", type=_positive_int, default=None, help=f"pods of the built-in mix (default {DEFAULT_PODS})"
+    )
+    sim.add_argument(
+        "-f", "--filename", action="append", default=[], help="YAML/JSON file of pods (repeatable)"
+    )
     sim.add_argument("--kubeconfig", default=None, help="act as a virtual node of this cluster instead")
     sim.add_argument("--context", default=None, help="kubeconfig context")
     sim.add_argument("--node", default="podstatus-node-1", help="node name")
@@ -67,16 +77,22 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--in-process", action="store_true", help="talk to the embedded server without HTTP")
     sim.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
     sim.add_argument("--faults", default="", help="fault injection in the embedded server")
-    sim.add_argument("--write-kubeconfig", default=None, help="write a kubeconfig for the embedded server here")
+    sim.add_argument(
+        "--write-kubeconfig", default=None, help="write a kubeconfig for the embedded server here"
+    )
     sim.add_argument("--seed", type=int, default=1)
-    sim.add_argument("--delete-fraction", type=float, default=0.3, help="share of long-running pods deleted midway")
+    sim.add_argument(
+        "--delete-fraction", type=float, default=0.3, help="share of long-running pods deleted midway"
+    )
     sim.add_argument("--no-progress", action="store_true", help="no live progress display")
     return parser
 
 
 def _setup_logging(verbose: int) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,12 +118,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _make_server(host: str, port: int, faults: str) -> Any:
     from .server.http import EmbeddedApiServer
 
-    kwargs: dict[str, Any] = {}
+    server = EmbeddedApiServer(host=host, port=port)
     if faults:
         from .server.faults import FaultPlan
 
-        kwargs["faults"] = FaultPlan.parse(faults)
-    return EmbeddedApiServer(host=host, port=port, **kwargs)
+        # Parsed before anything starts, so a bad spec is a clear error, not a half-started server.
+        FaultPlan.parse(faults).install(server)
+    return server
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -166,7 +183,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         server = _make_server("127.0.0.1", 0, args.faults)
         server.start()
-        kubeconfig = args.write_kubeconfig or os.path.join(tempfile.gettempdir(), f"podstatus-{os.getpid()}.kubeconfig")
+        kubeconfig = args.write_kubeconfig or os.path.join(
+            tempfile.gettempdir(), f"podstatus-{os.getpid()}.kubeconfig"
+        )
         server.write_kubeconfig(kubeconfig)
         if args.in_process:
             from .clients.embedded import EmbeddedClient
@@ -232,7 +251,12 @@ def _progress_table(p: dict[str, int]) -> Table:
     table = Table(title="podstatus simulate", show_header=True, header_style="bold")
     for key in ("created", "running", "succeeded", "failed", "deleted", "synced", "pending_sync"):
         table.add_column(key.replace("_", " "), justify="right")
-    table.add_row(*(str(p.get(k, 0)) for k in ("created", "running", "succeeded", "failed", "deleted", "synced", "pending_sync")))
+    table.add_row(
+        *(
+            str(p.get(k, 0))
+            for k in ("created", "running", "succeeded", "failed", "deleted", "synced", "pending_sync")
+        )
+    )
     return table
 
 

@@ -312,15 +312,27 @@ class Manager:
                 return
             entry = self._statuses.get(pod.uid)
             if entry is None:
-                _log(logging.WARNING, "Container readiness changed before pod has synced", **_fields(pod.key(), pod.uid, containerID=cid))
+                _log(
+                    logging.WARNING,
+                    "Container readiness changed before pod has synced",
+                    **_fields(pod.key(), pod.uid, containerID=cid),
+                )
                 return
             where = find_container_status(entry.status, cid)
             if where is None:
-                _log(logging.WARNING, "Container readiness changed for unknown container", **_fields(pod.key(), pod.uid, containerID=cid))
+                _log(
+                    logging.WARNING,
+                    "Container readiness changed for unknown container",
+                    **_fields(pod.key(), pod.uid, containerID=cid),
+                )
                 return
             cs = getattr(entry.status, where[0])[where[1]]
             if cs.ready == ready:
-                _log(logging.DEBUG, "Container readiness unchanged", **_fields(pod.key(), pod.uid, containerID=cid, ready=ready))
+                _log(
+                    logging.DEBUG,
+                    "Container readiness unchanged",
+                    **_fields(pod.key(), pod.uid, containerID=cid, ready=ready),
+                )
                 return
             status = with_container_status(entry.status, where, cs.replace(ready=ready))
             every = (*(status.init_container_statuses or ()), *(status.container_statuses or ()))
@@ -341,15 +353,27 @@ class Manager:
                 return
             entry = self._statuses.get(pod.uid)
             if entry is None:
-                _log(logging.WARNING, "Container startup changed before pod has synced", **_fields(pod.key(), pod.uid, containerID=cid))
+                _log(
+                    logging.WARNING,
+                    "Container startup changed before pod has synced",
+                    **_fields(pod.key(), pod.uid, containerID=cid),
+                )
                 return
             where = find_container_status(entry.status, cid)
             if where is None:
-                _log(logging.WARNING, "Container startup changed for unknown container", **_fields(pod.key(), pod.uid, containerID=cid))
+                _log(
+                    logging.WARNING,
+                    "Container startup changed for unknown container",
+                    **_fields(pod.key(), pod.uid, containerID=cid),
+                )
                 return
             cs = getattr(entry.status, where[0])[where[1]]
             if cs.started is not None and cs.started == started:
-                _log(logging.DEBUG, "Container startup unchanged", **_fields(pod.key(), pod.uid, containerID=cid))
+                _log(
+                    logging.DEBUG,
+                    "Container startup unchanged",
+                    **_fields(pod.key(), pod.uid, containerID=cid),
+                )
                 return
             status = with_container_status(entry.status, where, cs.replace(started=started))
             self._update_status(pod, status, False, pod_is_finished=False)
@@ -359,7 +383,11 @@ class Manager:
             entry = self._statuses.get(pod.uid)
             base = entry.status if entry is not None else pod.status
             if not is_static_pod(pod) and entry is not None and base.phase == "Running":
-                _log(logging.INFO, "Terminal running pod should have already been marked as failed", **_fields(pod.key(), pod.uid))
+                _log(
+                    logging.INFO,
+                    "Terminal running pod should have already been marked as failed",
+                    **_fields(pod.key(), pod.uid),
+                )
             status = terminated_status(pod, base, is_static=is_static_pod(pod))
             self._update_status(pod, status, True, pod_is_finished=True)
 
@@ -369,7 +397,11 @@ class Manager:
             for uid in [u for u in self._statuses if u not in keep]:
                 entry = self._statuses.pop(uid)
                 self._sync_state.pop(uid, None)
-                _log(logging.DEBUG, "Removing pod from status map", **_fields(f"{entry.namespace}/{entry.name}", uid, entry.version))
+                _log(
+                    logging.DEBUG,
+                    "Removing pod from status map",
+                    **_fields(f"{entry.namespace}/{entry.name}", uid, entry.version),
+                )
 
     # -- accepting a status (SPEC 4.2) -------------------------------------------------
 
@@ -417,7 +449,9 @@ class Manager:
             return False
 
         version = entry.version + 1 if entry is not None else 1
-        changed_at = entry.changed_at if entry is not None and entry.changed_at is not None else time.monotonic()
+        changed_at = (
+            entry.changed_at if entry is not None and entry.changed_at is not None else time.monotonic()
+        )
         urgent = (entry.urgent if entry is not None else False) or _is_urgent(old, status)
         self._statuses[uid] = _Entry(
             version=version,
@@ -546,14 +580,20 @@ class Manager:
         now = time.monotonic()
         with self._lock:
             if all:
-                for uid in [u for u in self._api_versions if u not in self._statuses and u not in mirror_to_pod]:
+                for uid in [
+                    u for u in self._api_versions if u not in self._statuses and u not in mirror_to_pod
+                ]:
                     del self._api_versions[uid]
             for uid, entry in self._statuses.items():
                 status_uid = uid
                 mirror_uid = pod_to_mirror.get(uid)
                 if mirror_uid is not None:
                     if mirror_uid == "":
-                        _log(logging.DEBUG, "Static pod does not have a corresponding mirror pod; skipping", **_fields(f"{entry.namespace}/{entry.name}", uid))
+                        _log(
+                            logging.DEBUG,
+                            "Static pod does not have a corresponding mirror pod; skipping",
+                            **_fields(f"{entry.namespace}/{entry.name}", uid),
+                        )
                         continue
                     status_uid = mirror_uid
                 if self._opts.backoff:
@@ -601,7 +641,11 @@ class Manager:
             return True
         if is_pod_status_by_kubelet_equal(api_status, status):
             return False
-        _log(logging.DEBUG, "Pod status is inconsistent with cached status, a reconciliation should be triggered", **_fields(pod.key(), uid))
+        _log(
+            logging.DEBUG,
+            "Pod status is inconsistent with cached status, a reconciliation should be triggered",
+            **_fields(pod.key(), uid),
+        )
         return True
 
     def _can_be_deleted(self, pod: Pod, status: PodStatus) -> bool:
@@ -609,7 +653,11 @@ class Manager:
         if pod.metadata.deletion_timestamp is None or is_mirror_pod(pod):
             return False
         if not is_terminal_phase(pod.status.phase):
-            _log(logging.DEBUG, "Delaying pod deletion as the phase is non-terminal", **_fields(pod.key(), pod.uid, phase=pod.status.phase, localPhase=status.phase))
+            _log(
+                logging.DEBUG,
+                "Delaying pod deletion as the phase is non-terminal",
+                **_fields(pod.key(), pod.uid, phase=pod.status.phase, localPhase=status.phase),
+            )
             return False
         return bool(self._safety.pod_resources_are_reclaimed(pod, status))
 
@@ -668,15 +716,27 @@ class Manager:
                     self._forget_server_pod(uid, gone_version=entry.version)
                     return self._opts.backoff  # with backoff, "gone" is a settled state
                 except ApiError as err:
-                    _log(logging.WARNING, "Failed to get status for pod", **_fields(key, uid, entry.version, error=err))
+                    _log(
+                        logging.WARNING,
+                        "Failed to get status for pod",
+                        **_fields(key, uid, entry.version, error=err),
+                    )
                     return False
                 except InvalidObjectError as err:
-                    _log(logging.ERROR, "Server returned an invalid pod", **_fields(key, uid, entry.version, error=err))
+                    _log(
+                        logging.ERROR,
+                        "Server returned an invalid pod",
+                        **_fields(key, uid, entry.version, error=err),
+                    )
                     return False
 
             translated = self._pods.translate_pod_uid(pod.uid)
             if translated and translated != uid:
-                _log(logging.INFO, "Pod was deleted and then recreated, skipping status update", **_fields(key, uid, entry.version, newPodUID=pod.uid))
+                _log(
+                    logging.INFO,
+                    "Pod was deleted and then recreated, skipping status update",
+                    **_fields(key, uid, entry.version, newPodUID=pod.uid),
+                )
                 self._delete_status(uid)
                 return True
 
@@ -699,13 +759,23 @@ class Manager:
                             resource_version=pod.metadata.resource_version,
                         )
                     else:
-                        new_pod = client.patch_pod_status(pod.namespace, pod.name, patchlib.encode_patch(patch))
+                        new_pod = client.patch_pod_status(
+                            pod.namespace, pod.name, patchlib.encode_patch(patch)
+                        )
                 except ConflictError as err:
                     self._forget_server_pod(uid)
                     if use_cached and attempt == 0:
-                        _log(logging.DEBUG, "Stale pod, reading it again", **_fields(key, uid, entry.version, error=err))
+                        _log(
+                            logging.DEBUG,
+                            "Stale pod, reading it again",
+                            **_fields(key, uid, entry.version, error=err),
+                        )
                         continue
-                    _log(logging.WARNING, "Failed to update status for pod", **_fields(key, uid, entry.version, error=err))
+                    _log(
+                        logging.WARNING,
+                        "Failed to update status for pod",
+                        **_fields(key, uid, entry.version, error=err),
+                    )
                     return False
                 except NotFoundError:
                     _log(logging.INFO, "Pod does not exist on the server", **_fields(key, uid, entry.version))
@@ -713,9 +783,17 @@ class Manager:
                     return self._opts.backoff
                 except (ApiError, InvalidObjectError) as err:
                     self._forget_server_pod(uid)
-                    _log(logging.WARNING, "Failed to update status for pod", **_fields(key, uid, entry.version, error=err))
+                    _log(
+                        logging.WARNING,
+                        "Failed to update status for pod",
+                        **_fields(key, uid, entry.version, error=err),
+                    )
                     return False
-                _log(logging.INFO, "Status for pod updated successfully", **_fields(key, uid, entry.version, phase=merged.phase))
+                _log(
+                    logging.INFO,
+                    "Status for pod updated successfully",
+                    **_fields(key, uid, entry.version, phase=merged.phase),
+                )
                 pod = new_pod
                 patched = True
             else:
@@ -746,9 +824,17 @@ class Manager:
             except NotFoundError:
                 deleted = True
             except ApiError as err:
-                _log(logging.WARNING, "Failed to delete status for pod", **_fields(key, uid, entry.version, error=err))
+                _log(
+                    logging.WARNING,
+                    "Failed to delete status for pod",
+                    **_fields(key, uid, entry.version, error=err),
+                )
             if deleted:
-                _log(logging.INFO, "Pod fully terminated and removed from etcd", **_fields(key, uid, entry.version))
+                _log(
+                    logging.INFO,
+                    "Pod fully terminated and removed from etcd",
+                    **_fields(key, uid, entry.version),
+                )
                 self._delete_status(uid)
         if self._opts.on_sync is not None:
             try:

@@ -37,7 +37,7 @@ from .conditions import (
     is_kubelet_owned,
     is_terminal_phase,
 )
-from .errors import ApiError, ConflictError, GoneError, NotFoundError
+from .errors import ApiError, GoneError
 from .manager import Manager, SyncRecord, new_manager
 from .podmanager import BasicPodManager
 from .types import (
@@ -51,7 +51,7 @@ from .types import (
     PodIP,
     PodStatus,
 )
-from .workloads import READINESS_GATE, behaviour_of
+from .workloads import behaviour_of
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,9 @@ class SimClient(Protocol):
 
     def patch_pod_status(self, namespace: str, name: str, patch: bytes, **kwargs: Any) -> Pod: ...
 
-    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None) -> None: ...
+    def delete_pod(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None
+    ) -> None: ...
 
     def create_pod(self, pod: Any, namespace: str | None = None) -> Pod: ...
 
@@ -136,7 +138,9 @@ class SimContainer:
         return ContainerStatus(
             name=self.name,
             state=state,
-            last_state=ContainerState(terminated=self.last_terminated) if self.last_terminated else ContainerState(),
+            last_state=ContainerState(terminated=self.last_terminated)
+            if self.last_terminated
+            else ContainerState(),
             ready=self.ready,
             restart_count=self.restart_count,
             image=self.image,
@@ -186,7 +190,9 @@ class _Safety:
         sim = self._agent.sim_pod(pod.uid)
         if sim is None:
             return True
-        return not sim.any_running() and all(c.state != "running" for c in (status.container_statuses or ()) if c.state.running)
+        return not sim.any_running() and all(
+            c.state != "running" for c in (status.container_statuses or ()) if c.state.running
+        )
 
     def pod_could_have_running_containers(self, pod: Pod) -> bool:
         sim = self._agent.sim_pod(pod.uid)
@@ -253,7 +259,11 @@ class NodeAgent:
                 ],
                 "capacity": {"cpu": "64", "memory": "256Gi", "pods": "10000"},
                 "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "10000"},
-                "nodeInfo": {"kubeletVersion": "v1.37.0-podstatus", "architecture": "amd64", "operatingSystem": "linux"},
+                "nodeInfo": {
+                    "kubeletVersion": "v1.37.0-podstatus",
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                },
                 "addresses": [{"type": "InternalIP", "address": "10.20.0.1"}],
             },
         }
@@ -266,7 +276,10 @@ class NodeAgent:
     def start(self) -> None:
         self._stop.clear()
         self.manager.start()
-        for target, name in ((self._watch_loop, "podstatus-sim-watch"), (self._timer_loop, "podstatus-sim-timers")):
+        for target, name in (
+            (self._watch_loop, "podstatus-sim-watch"),
+            (self._timer_loop, "podstatus-sim-timers"),
+        ):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
@@ -378,11 +391,19 @@ class NodeAgent:
 
     def _new_sim(self, pod: Pod) -> SimPod:
         inits = [
-            SimContainer(name=c.name, image=c.image or "", init=True, sidecar=c.restart_policy == "Always", reason="PodInitializing")
+            SimContainer(
+                name=c.name,
+                image=c.image or "",
+                init=True,
+                sidecar=c.restart_policy == "Always",
+                reason="PodInitializing",
+            )
             for c in pod.spec.init_containers or ()
         ]
         containers = [
-            SimContainer(name=c.name, image=c.image or "", reason="PodInitializing" if inits else "ContainerCreating")
+            SimContainer(
+                name=c.name, image=c.image or "", reason="PodInitializing" if inits else "ContainerCreating"
+            )
             for c in pod.spec.containers
         ]
         n = next(self._ip_counter)
@@ -402,7 +423,8 @@ class NodeAgent:
         seconds = delay if isinstance(delay, float | int) else self.rng.uniform(*delay)
         with self._timer_wake:
             heapq.heappush(
-                self._timers, (time.monotonic() + seconds, next(self._timer_seq), sim.uid, sim.generation, action, args)
+                self._timers,
+                (time.monotonic() + seconds, next(self._timer_seq), sim.uid, sim.generation, action, args),
             )
             self._timer_wake.notify()
 
@@ -544,7 +566,9 @@ class NodeAgent:
 
     def _phase(self, sim: SimPod) -> str:
         policy = sim.pod.spec.restart_policy or "Always"
-        inits_done = all(c.state == "terminated" and c.exit_code == 0 or c.sidecar and c.started for c in sim.inits)
+        inits_done = all(
+            (c.state == "terminated" and c.exit_code == 0) or (c.sidecar and c.started) for c in sim.inits
+        )
         if not sim.sandbox_ready or not inits_done:
             return "Pending"
         states = [c.state for c in sim.containers]
@@ -568,10 +592,15 @@ class NodeAgent:
         statuses = [c.status() for c in sim.containers]
         every = [*(init_statuses or ()), *statuses]
         # Conditions the kubelet does not own (readiness gates set by others) are kept.
-        conditions: list[PodCondition] = [c for c in pod.status.conditions or () if not is_kubelet_owned(c.type)]
+        conditions: list[PodCondition] = [
+            c for c in pod.status.conditions or () if not is_kubelet_owned(c.type)
+        ]
         conditions.append(PodCondition(type=POD_SCHEDULED, status="True"))
         conditions.append(
-            PodCondition(type=POD_READY_TO_START_CONTAINERS, status="True" if sim.sandbox_ready and not sim.stopped else "False")
+            PodCondition(
+                type=POD_READY_TO_START_CONTAINERS,
+                status="True" if sim.sandbox_ready and not sim.stopped else "False",
+            )
         )
         conditions.append(generate_pod_initialized_condition(pod.spec, every, phase))
         conditions.append(generate_containers_ready_condition(pod.spec, every, phase))
@@ -698,7 +727,9 @@ class CheckedClient:
         self._checker.observe_write(namespace, name, patch, result)
         return result
 
-    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None) -> None:
+    def delete_pod(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None
+    ) -> None:
         self._inner.delete_pod(namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
         if grace_period_seconds == 0 and uid is not None:
             self._checker.observe_delete(namespace, name, uid)
@@ -823,7 +854,8 @@ class Simulation:
                 "metadata": {"uid": pod.uid},
                 "status": {
                     "conditions": [
-                        {"type": t, "status": "True", "lastTransitionTime": now, "lastProbeTime": None} for t in gates
+                        {"type": t, "status": "True", "lastTransitionTime": now, "lastProbeTime": None}
+                        for t in gates
                     ]
                 },
             }
@@ -836,13 +868,17 @@ class Simulation:
 
     def _delete_some(self) -> int:
         victims = [
-            s for s in self.agent.sims() if s.behaviour in ("serve", "crash") and not s.deleting and s.pod.name
+            s
+            for s in self.agent.sims()
+            if s.behaviour in ("serve", "crash") and not s.deleting and s.pod.name
         ]
         self.rng.shuffle(victims)
         count = max(1, int(len(victims) * self.delete_fraction)) if victims else 0
         for sim in victims[:count]:
             try:
-                self.raw_client.delete_pod(sim.pod.namespace, sim.pod.name, grace_period_seconds=30, uid=sim.uid)
+                self.raw_client.delete_pod(
+                    sim.pod.namespace, sim.pod.name, grace_period_seconds=30, uid=sim.uid
+                )
             except ApiError as err:
                 log.info("delete %s: %s", sim.pod.key(), err)
         return count

@@ -361,7 +361,9 @@ def check_container_state_transition(old: PodStatus, new: PodStatus, spec: PodSp
             continue
         for new_cs in new.container_statuses or ():
             if new_cs.name == old_cs.name and (new_cs.state is None or new_cs.state.terminated is None):
-                return f"terminated container {new_cs.name} attempted illegal transition to non-terminated state"
+                return (
+                    f"terminated container {new_cs.name} attempted illegal transition to non-terminated state"
+                )
     init_specs = {c.name: c for c in spec.init_containers or ()}
     for old_cs in old.init_container_statuses or ():
         container = init_specs.get(old_cs.name)

@@ -169,3 +169,9 @@ def test_watch_too_old_sends_error_event() -> None:
     assert resp.status == 410
     body = msgspec.json.decode(resp.body)
     assert body["reason"] == "Expired" and body["code"] == 410
+
+
+def test_dry_run_refused(api: ApiHandler) -> None:
+    code, body, _ = call(api, "POST", "/api/v1/namespaces/default/pods?dryRun=All", POD)
+    assert code == 400 and "dryRun" in body["message"]
+    assert call(api, "GET", "/api/v1/namespaces/default/pods/p")[0] == 404

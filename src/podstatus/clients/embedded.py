@@ -8,6 +8,7 @@ fast path, and a convenient fake for tests.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -42,12 +43,19 @@ class EmbeddedClient:
     """
 
     def __init__(
-        self, store_or_server: Store | EmbeddedApiServer, *, counter: RequestCounter | None = None
+        self,
+        store_or_server: Store | EmbeddedApiServer,
+        *,
+        counter: RequestCounter | None = None,
+        requests: RequestCounter | None = None,
     ) -> None:
         self.store = (
             store_or_server.store if isinstance(store_or_server, EmbeddedApiServer) else store_or_server
         )
-        self.counter = counter if counter is not None else RequestCounter()
+        given = requests if requests is not None else counter
+        self.counter = given if given is not None else RequestCounter()
+        # The same name as HttpKubeClient's, so callers can treat both alike.
+        self.requests = self.counter
 
     # -- SPEC 2.4 ----------------------------------------------------------------------
 
@@ -124,12 +132,13 @@ class EmbeddedClient:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
-    ) -> list[Pod]:
+    ) -> tuple[list[Pod], str]:
+        """The pods, and the resourceVersion to watch from (as ``HttpKubeClient.list_pods``)."""
         self.counter.inc("list")
-        items, _ = self.store.list(
+        items, rv = self.store.list(
             "pods", namespace, label_selector=label_selector, field_selector=field_selector
         )
-        return [_pod(s.pod) for s in items]
+        return [_pod(s.pod) for s in items], str(rv)
 
     def watch_pods(
         self,
@@ -139,6 +148,8 @@ class EmbeddedClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         timeout: float | None = None,
+        timeout_seconds: float | None = None,
+        stop_event: threading.Event | None = None,
     ) -> Iterator[tuple[str, Pod]]:
         """``(event type, pod)`` pairs until ``timeout`` seconds pass (forever when None).
 
@@ -153,19 +164,27 @@ class EmbeddedClient:
             label_selector=label_selector,
             field_selector=field_selector,
         )
-        return self._events(watch, timeout)
+        if timeout is None:
+            timeout = timeout_seconds
+        return self._events(watch, timeout, stop_event)
 
     @staticmethod
-    def _events(watch: Watch, timeout: float | None) -> Iterator[tuple[str, Pod]]:
+    def _events(
+        watch: Watch, timeout: float | None, stop_event: threading.Event | None
+    ) -> Iterator[tuple[str, Pod]]:
         deadline = None if timeout is None else time.monotonic() + timeout
         with watch:
             while True:
+                if stop_event is not None and stop_event.is_set():
+                    return
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return
-                event = watch.next(timeout=remaining)
+                # Wake now and then to notice stop_event.
+                wait = 0.5 if remaining is None else min(remaining, 0.5)
+                event = watch.next(timeout=wait)
                 if event is None:
-                    if deadline is None and not watch.closed:
+                    if not watch.closed:
                         continue
                     return
                 yield event.type, _pod(event.stored.pod)

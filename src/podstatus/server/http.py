@@ -199,6 +199,9 @@ class ApiHandler:
         name = parts[1] if len(parts) > 1 else None
         sub = parts[2] if len(parts) > 2 else None
         method = req.method
+        if req.query.get("dryRun") and method != "GET":
+            # Refuse rather than write for real what the client meant as a rehearsal.
+            raise bad_request("dryRun is not supported by this server")
         if watch_path or (name is None and method == "GET" and _flag(req.query.get("watch"))):
             if method != "GET":
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
