@@ -153,9 +153,7 @@ def autonumber(fn: Callable[[], Any], target: float = 0.05, cap: int = 100_000) 
     return cap
 
 
-def interleaved(
-    cases: dict[str, Callable[[], Any]], repeats: int, target: float = 0.05
-) -> dict[str, Stats]:
+def interleaved(cases: dict[str, Callable[[], Any]], repeats: int, target: float = 0.05) -> dict[str, Stats]:
     """Time every case ``repeats`` times, alternating cases within each repeat."""
     numbers = {name: autonumber(fn, target) for name, fn in cases.items()}
     samples: dict[str, list[float]] = {name: [] for name in cases}

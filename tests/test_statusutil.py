@@ -1035,3 +1035,15 @@ def test_step6_times_from_the_clock_are_whole_seconds_too() -> None:
     got = manager.get_pod_status(pod.uid)
     assert got.start_time == NOW
     assert got.conditions[0].last_transition_time == NOW
+
+
+def test_merge_keeps_status_fields_this_library_does_not_know() -> None:
+    from podstatus.statusutil import merge_pod_status
+
+    api = PodStatus.from_dict({"phase": "Running", "futureField": {"a": 1}, "otherFuture": 2})
+    cached = PodStatus(phase="Running")
+    merged = merge_pod_status(api, cached, False, datetime(2026, 1, 1, tzinfo=UTC))
+    assert merged.to_dict() == {"phase": "Running", "futureField": {"a": 1}, "otherFuture": 2}
+    mine = PodStatus.from_dict({"phase": "Running", "otherFuture": 3})
+    merged = merge_pod_status(api, mine, False, datetime(2026, 1, 1, tzinfo=UTC))
+    assert merged.to_dict() == {"phase": "Running", "futureField": {"a": 1}, "otherFuture": 3}

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from .conditions import (
     CONTAINERS_READY,
     DISRUPTION_TARGET,
@@ -29,6 +31,7 @@ from .conditions import (
 from .errors import InvalidObjectError
 from .types import (
     Container,
+    Extra,
     ContainerState,
     ContainerStateTerminated,
     ContainerStatus,
@@ -529,6 +532,13 @@ def merge_pod_status(
     changes: dict[str, Any] = {"conditions": merged_tuple or None}
     # Not the kubelet's to write: keep what the server has.
     changes["resource_claim_statuses"] = api_status.resource_claim_statuses
+    # Status fields this library does not know (a newer API) are the server's too: never null them out.
+    if api_status.extra is not None:
+        if cached.extra is None:
+            changes["extra"] = api_status.extra
+        else:
+            merged_extra = {**api_status.extra.as_dict(), **cached.extra.as_dict()}
+            changes["extra"] = Extra(msgspec.json.encode(merged_extra))
     phase, reason, message = cached.phase, cached.reason, cached.message
     if transitioning_to_terminal and could_have_running_containers:
         phase, reason, message = api_status.phase, api_status.reason, api_status.message

@@ -73,7 +73,11 @@ def pod_manifest(
 
 
 def node_manifest(name: str = NODE) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"podstatus/test": "true"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"podstatus/test": "true"}},
+    }
 
 
 @dataclass
@@ -160,7 +164,11 @@ class RawApi:
             raise RuntimeError(f"cannot create node {name}: HTTP {ans.code} {ans.body}")
 
     def ensure_namespace(self, name: str) -> None:
-        ans = self.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        ans = self.request(
+            "POST",
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        )
         if ans.code not in (200, 201, 409):
             raise RuntimeError(f"cannot create namespace {name}: HTTP {ans.code} {ans.body}")
 
@@ -182,8 +190,22 @@ class Server:
 
 # -- normalisation of volatile fields ------------------------------------------------------
 
-_VOLATILE_META = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "deletionTimestamp", "generation")
-_TIME_KEYS = {"lastTransitionTime", "lastProbeTime", "startTime", "startedAt", "finishedAt", "lastHeartbeatTime"}
+_VOLATILE_META = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "managedFields",
+    "deletionTimestamp",
+    "generation",
+)
+_TIME_KEYS = {
+    "lastTransitionTime",
+    "lastProbeTime",
+    "startTime",
+    "startedAt",
+    "finishedAt",
+    "lastHeartbeatTime",
+}
 
 
 def normalise(obj: Any) -> Any:

@@ -166,3 +166,36 @@ def test_stop_returns_promptly_while_a_request_hangs(world: World, mode: str) ->
         release.set()
     # The abandoned request finishes; nothing cached was lost.
     assert m.get_pod_status(pod.uid) is not None
+
+
+def test_restart_after_an_abandoned_request_runs_one_loop(world: World, mode: str) -> None:
+    # stop() abandons a hung request; start() again must not leave the old loop running too
+    # (two loops would sync the same pod twice at once).
+    pod = world.add(make_pod("a"), to_pod_manager=False)
+    world.pods.add_pod(make_pod("a"))  # no resourceVersion: the fast path reads first too
+    entered = threading.Event()
+    release = threading.Event()
+
+    def hang_once(verb: str, namespace: str, name: str) -> None:
+        if verb == "get" and not release.is_set():
+            entered.set()
+            release.wait(10)
+
+    world.client.before_request(hang_once)
+    m = world.manager(mode, sync_period=0.05)
+    before = threading.enumerate()
+    m.start()
+    first = new_threads(before)
+    m.set_pod_status(pod, running_status(pod))
+    assert entered.wait(5)
+    m.stop(timeout=0.1)
+    m.start()
+    second = [t for t in new_threads(before) if t not in first]
+    release.set()
+    # The abandoned threads see the stop once their request returns, and end.
+    assert wait_for(lambda: not any(t.is_alive() for t in first), timeout=2), [
+        t.name for t in first if t.is_alive()
+    ]
+    assert all(t.is_alive() for t in second)
+    assert wait_for(lambda: _on_server(world, pod, m))
+    m.stop(timeout=5)

@@ -16,9 +16,13 @@ from mgrkit import (
     by_mode,
     cid,
     condition,
+    container_status,
     get_cond,
     make_pod,
+    running,
     running_status,
+    sidecar,
+    terminated,
 )
 
 from podstatus import (
@@ -26,11 +30,13 @@ from podstatus import (
     ConflictError,
     ConnectionFailedError,
     InternalServerError,
+    InvalidObjectError,
     NotFoundError,
     PodStatus,
     RequestTimeoutError,
     ServiceUnavailableError,
     TooManyRequestsError,
+    new_manager,
 )
 
 
@@ -143,8 +149,6 @@ def test_sync_batch_all_keeps_api_versions_of_mirror_uids(world: World, mode: st
 
 def test_sync_batch_returns_zero_without_a_client(world: World) -> None:
     pod = world.add(make_pod("a"))
-    from podstatus import new_manager
-
     m = new_manager(None, world.pods, world.safety, clock=world.clock)
     m.set_pod_status(pod, running_status(pod))
     assert m.sync_batch() == 0
@@ -247,8 +251,6 @@ def test_conflict_on_patch_is_retried_in_kubelet_mode(world: World) -> None:
 
 
 def test_invalid_pod_from_server_is_logged_and_retried(world: World) -> None:
-    from podstatus import InvalidObjectError
-
     pod = world.add(make_pod("a"))
     m = world.manager()
     m.set_pod_status(pod, running_status(pod))
@@ -545,3 +547,120 @@ def test_non_kubelet_conditions_on_the_server_survive(world: World, mode: str) -
         "ContainersReady",
         "PodScheduled",
     ]
+
+
+def test_pending_count_of_a_synced_static_pod_is_zero(world: World, mode: str) -> None:
+    # pending_count() (used by drain loops and the simulator) must look the API version up
+    # under the mirror pod's UID, where the sync records it.
+    static = world.add(make_pod("s", uid="static-uid", annotations=STATIC_ANNOTATIONS), to_server=False)
+    world.add(make_pod("s", uid="mirror-uid", annotations=MIRROR_ANNOTATIONS))
+    m = world.manager(mode)
+    m.set_pod_status(static, running_status(static))
+    assert m.pending_count() == 1
+    assert m.sync_batch() == 1
+    assert m.sync_batch() == 0  # the sync loop itself knows it is on the server
+    assert m.pending_count() == 0
+
+
+# --- SPEC 7: illegal transitions and invalid objects leave the cache as it was ------------------
+
+TRANSITIONS = [
+    # (restart policy, init containers, which container, old exit code, accepted)
+    ("Never", (), "app", 0, False),
+    ("Never", (), "app", 1, False),
+    ("OnFailure", (), "app", 0, False),
+    ("OnFailure", (), "app", 1, True),
+    ("Always", (), "app", 0, True),
+    (None, (), "app", 0, True),
+    ("Never", ("init",), "init", 0, False),
+    ("OnFailure", ("init",), "init", 0, False),
+    ("OnFailure", ("init",), "init", 2, True),
+    ("Never", ("sidecar",), "sidecar", 0, True),
+]
+
+
+@pytest.mark.parametrize(("policy", "init", "target", "exit_code", "accepted"), TRANSITIONS)
+def test_illegal_container_transition_refused(
+    world: World,
+    mode: str,
+    policy: str | None,
+    init: tuple[str, ...],
+    target: str,
+    exit_code: int,
+    accepted: bool,
+) -> None:
+    init_containers = [sidecar(n) if n == "sidecar" else n for n in init]
+    pod = world.add(make_pod("a", init_containers=init_containers, restart_policy=policy))
+    m = world.manager(mode)
+
+    def status_with(state: Any) -> PodStatus:
+        base = running_status(pod)
+        regular = (container_status(pod, "app", state if target == "app" else running(), ready=False),)
+        inits = tuple(
+            container_status(pod, n, state if target == n else terminated(0), ready=False) for n in init
+        )
+        return base.replace(container_statuses=regular, init_container_statuses=inits or None)
+
+    m.set_pod_status(pod, status_with(terminated(exit_code, reason="Error" if exit_code else "Completed")))
+    m.sync_batch()
+    world.clear()
+    before = m.get_pod_status(pod.uid)
+
+    m.set_pod_status(pod, status_with(running()))
+    if accepted:
+        assert m.get_status_version(pod.uid) == 2
+        assert m.get_pod_status(pod.uid) is not before
+        assert m.sync_batch() == 1
+        assert "patch" in world.verbs()
+    else:
+        assert m.get_pod_status(pod.uid) is before
+        assert m.get_status_version(pod.uid) == 1
+        assert m.sync_batch() == 0
+        assert world.verbs() == []
+
+
+def _malformed(pod: Any) -> dict[str, PodStatus]:
+    good = running_status(pod)
+    cs = good.container_statuses[0]  # type: ignore[index]
+    return {
+        "ready-not-bool": good.replace(container_statuses=(cs.replace(ready="yes"),)),
+        "restart-count-str": good.replace(container_statuses=(cs.replace(restart_count="3"),)),
+        "phase-int": good.replace(phase=3),
+        "start-time-str": good.replace(start_time="2024-05-01T12:00:00Z"),
+        "duplicate-names": good.replace(container_statuses=(cs, cs)),
+        "condition-maybe": good.replace(conditions=(condition("Ready", "Maybe"),)),
+    }
+
+
+@pytest.mark.parametrize(
+    ("case", "path"),
+    [
+        ("ready-not-bool", "status.containerStatuses[0].ready"),
+        ("restart-count-str", "status.containerStatuses[0].restartCount"),
+        ("phase-int", "status.phase"),
+        ("start-time-str", "status.startTime"),
+        ("duplicate-names", "status.containerStatuses[1].name"),
+        ("condition-maybe", "status.conditions[0].status"),
+    ],
+)
+def test_malformed_status_raises_and_leaves_the_cache(world: World, mode: str, case: str, path: str) -> None:
+    pod = world.add(make_pod("a"))
+    other = world.add(make_pod("b"))
+    m = world.manager(mode)
+    m.set_pod_status(pod, running_status(pod))
+    m.sync_batch()
+    world.clear()
+    before = m.get_pod_status(pod.uid)
+
+    with pytest.raises(InvalidObjectError) as info:
+        m.set_pod_status(pod, _malformed(pod)[case])
+    assert path in str(info.value)
+    assert m.get_pod_status(pod.uid) is before
+    assert m.get_status_version(pod.uid) == 1
+
+    with pytest.raises(InvalidObjectError):
+        m.set_pod_status(other, _malformed(other)[case])
+    assert m.get_pod_status(other.uid) is None
+
+    assert m.sync_batch() == 0
+    assert world.verbs() == []

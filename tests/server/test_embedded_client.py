@@ -47,7 +47,10 @@ def test_list_watch_and_nodes() -> None:
     client.create_pod(POD)
     client.create_pod({**POD, "metadata": {"name": "q", "namespace": "ns", "labels": {"a": "b"}}})
     assert [p.name for p in client.list_pods(label_selector="a=b")[0]] == ["q"]
-    assert [p.name for p in client.list_pods(namespace="ns", field_selector="spec.nodeName=n1")[0]] == ["p", "q"]
+    assert [p.name for p in client.list_pods(namespace="ns", field_selector="spec.nodeName=n1")[0]] == [
+        "p",
+        "q",
+    ]
     events = client.watch_pods(timeout=0.2)
     assert sorted((t, p.name) for t, p in events) == [("ADDED", "p"), ("ADDED", "q")]
     node = client.create_node({"metadata": {"name": "n1"}})
