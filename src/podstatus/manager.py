@@ -221,11 +221,17 @@ class Manager:
         with self._lock:
             if self._thread is not None:
                 return
-            self._stopping.clear()
-            self._thread = threading.Thread(target=self._loop, name="podstatus-sync", daemon=True)
+            # Each run has its own stop flag: a thread of an earlier run that is still stuck in a
+            # request (stop() does not wait for those) sees its own flag and ends, never joining this run.
+            stopping = self._stopping = threading.Event()
+            self._thread = threading.Thread(
+                target=self._loop, args=(stopping,), name="podstatus-sync", daemon=True
+            )
             if self._opts.workers > 1:
                 self._workers = [
-                    threading.Thread(target=self._worker, name=f"podstatus-worker-{i}", daemon=True)
+                    threading.Thread(
+                        target=self._worker, args=(stopping,), name=f"podstatus-worker-{i}", daemon=True
+                    )
                     for i in range(self._opts.workers)
                 ]
         log.info(
@@ -292,8 +298,14 @@ class Manager:
 
     def pending_count(self) -> int:
         """Pods whose newest cached status is not known to be on the server."""
+        pod_to_mirror, _ = self._pods.get_uid_translations()
         with self._lock:
-            return sum(1 for uid, e in self._statuses.items() if self._api_versions.get(uid, 0) < e.version)
+            # A static pod's status is recorded under its mirror pod's UID (SPEC 4.4).
+            return sum(
+                1
+                for uid, e in self._statuses.items()
+                if self._api_versions.get(pod_to_mirror.get(uid) or uid, 0) < e.version
+            )
 
     # -- setters -----------------------------------------------------------------------
 
@@ -478,15 +490,15 @@ class Manager:
 
     # -- the sync loop (SPEC 4.4) ------------------------------------------------------
 
-    def _loop(self) -> None:
+    def _loop(self, stopping: threading.Event) -> None:
         period = self._opts.sync_period
         next_full = time.monotonic() + period
-        while not self._stopping.is_set():
+        while not stopping.is_set():
             timeout = max(0.0, next_full - time.monotonic())
             if self._opts.backoff:
                 timeout = min(timeout, self._next_backoff_wait())
             self._wake.wait(timeout)
-            if self._stopping.is_set():
+            if stopping.is_set():
                 return
             self._wake.clear()
             full = time.monotonic() >= next_full
@@ -547,12 +559,12 @@ class Manager:
                     self._queue_cond.wait(0.05)
         return len(chosen)
 
-    def _worker(self) -> None:
+    def _worker(self, stopping: threading.Event) -> None:
         while True:
             with self._queue_cond:
-                while not self._queue and not self._stopping.is_set():
+                while not self._queue and not stopping.is_set():
                     self._queue_cond.wait()
-                if self._stopping.is_set():
+                if stopping.is_set():
                     return
                 _, _, uid = heapq.heappop(self._queue)
                 self._queued.discard(uid)

@@ -525,10 +525,9 @@ def merge_pod_status(
             and transitioning_to_terminal
             and not could_have_running_containers
         ):
-            # The condition was held back until the containers stopped: its time is now.
-            old_c = get_condition(api_status.conditions, c.type)
-            when = old_c.last_transition_time if old_c is not None and old_c.status == c.status else now
-            merged_tuple = replace_or_append_condition(merged_tuple, c.replace(last_transition_time=when))
+            # The condition was held back until the containers stopped: its time is set afresh
+            # (SPEC 4.7), as the time set when it was accepted is stale by now.
+            merged_tuple = replace_or_append_condition(merged_tuple, c.replace(last_transition_time=now))
     changes: dict[str, Any] = {"conditions": merged_tuple or None}
     # Not the kubelet's to write: keep what the server has.
     changes["resource_claim_statuses"] = api_status.resource_claim_statuses
