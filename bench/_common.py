@@ -186,6 +186,13 @@ def machine() -> dict[str, Any]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
+    if versions["podstatus"] == "not installed":
+        try:
+            import podstatus
+
+            versions["podstatus"] = getattr(podstatus, "__version__", "source tree")
+        except ImportError:
+            pass
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     return {
         "cores": os.cpu_count(),

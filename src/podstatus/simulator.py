@@ -190,9 +190,9 @@ class _Safety:
         sim = self._agent.sim_pod(pod.uid)
         if sim is None:
             return True
-        return not sim.any_running() and all(
-            c.state != "running" for c in (status.container_statuses or ()) if c.state.running
-        )
+        # Stopped in the simulation, and the status being written says so too.
+        every = (*(status.init_container_statuses or ()), *(status.container_statuses or ()))
+        return not sim.any_running() and not any(cs.state.running is not None for cs in every)
 
     def pod_could_have_running_containers(self, pod: Pod) -> bool:
         sim = self._agent.sim_pod(pod.uid)
@@ -294,8 +294,9 @@ class NodeAgent:
         self.manager.stop(timeout=5)
 
     def sim_pod(self, uid: str) -> SimPod | None:
-        with self._lock:
-            return self._sims.get(uid)
+        # No lock: the status manager asks (through the deletion safety provider) while holding
+        # its own lock, and this agent holds its lock while calling the manager. A dict read is atomic.
+        return self._sims.get(uid)
 
     def sims(self) -> list[SimPod]:
         with self._lock:
@@ -809,6 +810,7 @@ class Simulation:
         )
         self._created: dict[tuple[str, str], str] = {}
         self._gates_set: set[str] = set()
+        self._victims: set[str] = set()
 
     def _on_sync(self, record: SyncRecord) -> None:
         if record.patched and record.changed_at is not None:
@@ -879,6 +881,7 @@ class Simulation:
                 self.raw_client.delete_pod(
                     sim.pod.namespace, sim.pod.name, grace_period_seconds=30, uid=sim.uid
                 )
+                self._victims.add(sim.uid)
             except ApiError as err:
                 log.info("delete %s: %s", sim.pod.key(), err)
         return count
@@ -922,6 +925,10 @@ class Simulation:
         }
 
     def _settled(self) -> bool:
+        # Every pod we deleted must be gone: the node saw the delete, stopped it, and the manager
+        # finished the deletion handshake.
+        if not self._victims <= self.agent.deleted_uids:
+            return False
         for sim in self.agent.sims():
             if sim.deleting:
                 return False  # the deletion handshake is not over

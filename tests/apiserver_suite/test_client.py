@@ -25,7 +25,7 @@ def status_patch(uid: str | None = None, **status: Any) -> bytes:
 
 def test_tls_and_token_from_kubeconfig(real_client: HttpKubeClient, real_apiserver: str) -> None:
     assert real_client.base_url.startswith("https://127.0.0.1:")
-    pods, rv = real_client.list_pods(NS, limit=1)
+    _, rv = real_client.list_pods(NS, limit=1)
     assert rv
     node = real_client.get_node(NODE)
     assert node["metadata"]["name"] == NODE

@@ -27,7 +27,13 @@ import msgspec
 from podstatus import Pod, PodStatus
 from podstatus.conditions import is_terminal_phase
 from podstatus.errors import ApiError
-from podstatus.patch import POD_MERGE_KEYS, PatchError, apply_strategic_merge_patch, diff_pod_status, has_changes
+from podstatus.patch import (
+    POD_MERGE_KEYS,
+    PatchError,
+    apply_strategic_merge_patch,
+    diff_pod_status,
+    has_changes,
+)
 from podstatus.server.http import EmbeddedApiServer, Request, Response
 from podstatus.server.store import Store, Stored
 from podstatus.statusutil import merge_pod_status
@@ -188,7 +194,8 @@ class WriteObserver:
         try:
             attempted = apply_strategic_merge_patch(before.obj, patch, merge_keys=POD_MERGE_KEYS)
         except PatchError as err:
-            self.refused.check(False, lambda: f"{where}: unappliable patch: {err}")
+            problem = str(err)
+            self.refused.check(False, lambda: f"{where}: unappliable patch: {problem}")
             return
         old_phase = (before.obj.get("status") or {}).get("phase")
         new_phase = (attempted.get("status") or {}).get("phase")
@@ -216,7 +223,9 @@ class WriteObserver:
                 lambda: f"{where}: pod {after.uid} got containers of another pod: {foreign}",
             )
 
-    def _check_delete(self, key: tuple[str, str], request: Request, response: Response, before: Stored) -> None:
+    def _check_delete(
+        self, key: tuple[str, str], request: Request, response: Response, before: Stored
+    ) -> None:
         where = f"{key[0]}/{key[1]}"
         options = _decode(request.body) if request.body.strip() else {}
         grace = options.get("gracePeriodSeconds", request.query.get("gracePeriodSeconds"))
@@ -285,7 +294,10 @@ class StoreClient:
 
     def list_pods(self, namespace: str | None = None, **kwargs: Any) -> tuple[list[Pod], str]:
         items, rv = self.store.list(
-            "pods", namespace, field_selector=kwargs.get("field_selector"), label_selector=kwargs.get("label_selector")
+            "pods",
+            namespace,
+            field_selector=kwargs.get("field_selector"),
+            label_selector=kwargs.get("label_selector"),
         )
         return [s.pod for s in items if s.pod is not None], str(rv)
 

@@ -1,0 +1,417 @@
+"""``make bench``: every benchmark in one run, one table, optionally written to docs/benchmarks.md.
+
+    python bench/run.py [--quick] [--write docs/benchmarks.md] [--only types,setter,...]
+
+Each benchmark lives in its own module (``bench/bench_*.py``) with a ``run(...)``
+function taking its sizes and returning a dict; :data:`SIZES` holds the full
+sizes and the tiny ``--quick`` ones (a smoke test can call
+:func:`run_benchmark` with ``quick=True``). Machines are shared and noisy:
+every figure that has a peer is a ratio to that peer measured in the same run,
+medians over repeats, with the spread ``(max - min) / median``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+for _p in (str(ROOT), str(ROOT / "src")):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from bench import bench_e2e, bench_memory, bench_resync, bench_setter, bench_types  # noqa: E402
+from bench._common import machine  # noqa: E402
+
+NAMES = ("types", "setter", "memory", "resync", "e2e", "scaling")
+
+# Sizes of every benchmark: the full run (make bench) and a smoke run (--quick).
+SIZES: dict[str, dict[str, dict[str, Any]]] = {
+    "full": {
+        "types": {"repeats": 9, "target": 0.05},
+        "setter": {"pods": 10_000, "calls": 20_000, "peer_calls": 1_000, "repeats": 5},
+        "memory": {"pods": 100_000, "traced_pods": 10_000, "peer_pods": 2_000},
+        "resync": {"pods": 100_000},
+        "e2e": {"pods": 1_000, "changes_per_pod": 5, "rate": 100.0, "latency": 0.005},
+        "scaling": {"pods": 10_000, "changes_per_pod": 0.5, "rate": 100.0, "latency": 0.005},
+    },
+    "quick": {
+        "types": {"repeats": 3, "target": 0.002},
+        "setter": {"pods": 100, "calls": 200, "peer_calls": 20, "repeats": 2},
+        "memory": {"pods": 300, "traced_pods": 100, "peer_pods": 20},
+        "resync": {"pods": 300},
+        "e2e": {"pods": 20, "changes_per_pod": 2, "rate": 400.0, "latency": 0.005},
+        "scaling": {"pods": 60, "changes_per_pod": 0.5, "rate": 400.0, "latency": 0.005},
+    },
+}
+
+RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "types": bench_types.run,
+    "setter": bench_setter.run,
+    "memory": bench_memory.run,
+    "resync": bench_resync.run,
+    "e2e": bench_e2e.run,
+    "scaling": bench_e2e.run,
+}
+
+
+def run_benchmark(name: str, quick: bool = False) -> dict[str, Any]:
+    """Run one benchmark at its full or quick size; returns its result dict (with ``seconds``)."""
+    sizes = SIZES["quick" if quick else "full"][name]
+    start = time.perf_counter()
+    result = RUNNERS[name](**sizes)
+    result["seconds"] = time.perf_counter() - start
+    result["sizes"] = sizes
+    return result
+
+
+def run_all(
+    names: tuple[str, ...] = NAMES, quick: bool = False, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for name in names:
+        log(f"running {name}...")
+        results[name] = run_benchmark(name, quick)
+        log(f"  {name} took {results[name]['seconds']:.1f} s")
+    return results
+
+
+# --- the table ------------------------------------------------------------------------------
+
+Row = tuple[str, str, str, str, str, str]
+
+
+def _spread(d: dict[str, float]) -> str:
+    return f"±{d['spread'] * 50:.0f}%"
+
+
+def _us(d: dict[str, float]) -> str:
+    return f"{d['median']:.0f} µs ({_spread(d)})"
+
+
+def _ops(d: dict[str, float]) -> str:
+    return f"{d['median']:,.0f}/s ({_spread(d)})"
+
+
+def _x(d: dict[str, float]) -> str:
+    return f"{d['median']:.1f}x ({d['min']:.1f}-{d['max']:.1f})"
+
+
+def _met(ok: bool | None) -> str:
+    return "—" if ok is None else ("yes" if ok else "NO")
+
+
+def _kb(n: float) -> str:
+    return f"{n / 1024:.1f} KB"
+
+
+def rows(results: dict[str, Any]) -> list[Row]:
+    out: list[Row] = []
+    r = results.get("types")
+    if r:
+        out.append(
+            (
+                "types: decode + to_dict (fixture pod)",
+                _us(r["ours_us"]),
+                _us(r["peer_us"]),
+                _x(r["ratio"]),
+                "≥ 20x",
+                _met(r["met"]),
+            )
+        )
+        out.append(
+            (
+                "types: decode + to_json",
+                _us(r["ours_json_us"]),
+                _us(r["peer_us"]),
+                _x(r["ratio_json"]),
+                "",
+                "—",
+            )
+        )
+        out.append(
+            (
+                "types: decode only",
+                _us(r["ours_decode_us"]),
+                _us(r["peer_decode_us"]),
+                _x(r["ratio_decode"]),
+                "",
+                "—",
+            )
+        )
+    r = results.get("setter")
+    if r:
+        out.append(
+            (
+                f"setter: one condition changed ({r['pods']:,} pods)",
+                _ops(r["ours_ops"]),
+                _ops(r["peer_ops"]),
+                _x(r["ratio"]),
+                "≥ 10x",
+                _met(r["ratio"]["median"] >= 10),
+            )
+        )
+        out.append(
+            (
+                "setter: status unchanged",
+                _ops(r["ours_unchanged_ops"]),
+                _ops(r["peer_unchanged_ops"]),
+                _x(r["ratio_unchanged"]),
+                "cheaper than changed",
+                _met(r["unchanged_cheaper"]) + f" ({r['unchanged_vs_changed']:.2f}x)",
+            )
+        )
+    r = results.get("memory")
+    if r:
+        out.append(
+            (
+                f"memory: per cached status, decoded ({r['pods']:,} pods, RSS)",
+                _kb(r["ours_bytes"]),
+                "",
+                "",
+                "< 4 KB",
+                _met(r["ours_bytes"] < 4096),
+            )
+        )
+        out.append(
+            (
+                f"memory: same, tracemalloc ({r['traced_pods']:,} pods)",
+                _kb(r["ours_traced_bytes"]),
+                f"{_kb(r['peer_bytes'])} (V1PodStatus)",
+                f"{r['ratio']:.1f}x",
+                "< 4 KB",
+                _met(r["ours_traced_bytes"] < 4096),
+            )
+        )
+        out.append(
+            (
+                f"memory: per cached status, built with replace ({r['pods']:,} pods, RSS)",
+                _kb(r["ours_built_bytes"]),
+                "",
+                "",
+                "",
+                "—",
+            )
+        )
+    r = results.get("resync")
+    if r:
+        out.append(
+            (
+                f"resync: sync_batch(all) nothing changed ({r['pods']:,} pods)",
+                f"{r['cpu_s']:.2f} s CPU, {r['requests']} requests",
+                "",
+                "",
+                f"0 requests, < {r['target_s']:g} s",
+                _met(r["met"]),
+            )
+        )
+    for key, label in (("e2e", "e2e"), ("scaling", "scaling")):
+        r = results.get(key)
+        if not r:
+            continue
+        f, k = r["fast"], r["kubelet"]
+        size = f"{f['pods']:,} pods × {f['changes_per_pod']:g}"
+        out.append(
+            (
+                f"{label}: requests per change ({size})",
+                f"{f['requests_per_change']:.3f}",
+                f"{k['requests_per_change']:.3f} (kubelet)",
+                f"{k['requests_per_change'] / f['requests_per_change']:.2f}x",
+                "≤ 1.05" if key == "e2e" else "",
+                _met(f["requests_per_change"] <= 1.05) if key == "e2e" else "—",
+            )
+        )
+        out.append(
+            (
+                f"{label}: latency p50",
+                f"{f['p50_ms']:.1f} ms",
+                f"{k['p50_ms']:.0f} ms",
+                f"{k['p50_ms'] / f['p50_ms']:.0f}x",
+                "",
+                "—",
+            )
+        )
+        out.append(
+            (
+                f"{label}: latency p99",
+                f"{f['p99_ms']:.1f} ms",
+                f"{k['p99_ms']:.0f} ms",
+                f"{r['p99_ratio']:.0f}x",
+                "≥ 10x lower" if key == "e2e" else "",
+                _met(r["met_latency"]) if key == "e2e" else "—",
+            )
+        )
+        out.append(
+            (
+                f"{label}: wall time ({f['changes']:,} changes at {f['rate']:g}/s)",
+                f"{f['wall_s']:.1f} s",
+                f"{k['wall_s']:.1f} s",
+                f"{k['wall_s'] / f['wall_s']:.2f}x",
+                "",
+                "—",
+            )
+        )
+        out.append(
+            (
+                f"{label}: client CPU per change",
+                f"{f['cpu_ms_per_change']:.2f} ms",
+                f"{k['cpu_ms_per_change']:.2f} ms",
+                "",
+                "",
+                "—",
+            )
+        )
+        out.append(
+            (
+                f"{label}: warm-up, first status of every pod (no added latency)",
+                f"{f['warmup_s']:.1f} s",
+                f"{k['warmup_s']:.1f} s",
+                "",
+                "",
+                "—",
+            )
+        )
+        out.append(
+            (
+                f"{label}: invariant violations",
+                str(f["violations"]),
+                str(k["violations"]),
+                "",
+                "0 in both",
+                _met(r["met_violations"]),
+            )
+        )
+    e, s = results.get("e2e"), results.get("scaling")
+    if e and s:
+        n = s["fast"]["pods"] / e["fast"]["pods"]
+        for mode in ("fast", "kubelet"):
+            a, b = e[mode], s[mode]
+            out.append((
+                f"scaling ×{n:g} pods, {mode}: per-change CPU, requests, warm-up per pod",
+                f"{b['cpu_ms_per_change'] / a['cpu_ms_per_change']:.2f}x, {b['requests_per_change'] / a['requests_per_change']:.2f}x, {(b['warmup_s'] / b['pods']) / (a['warmup_s'] / a['pods']):.2f}x",
+                "", "", "≈ 1x (linear)", "—",
+            ))  # fmt: skip
+    return out
+
+
+HEADER = ("benchmark", "ours", "peer", "ratio", "target", "met?")
+
+
+def machine_line(m: dict[str, Any]) -> str:
+    v = m["versions"]
+    return (
+        f"{m['cores']} cores ({m['processor']}), {m['implementation']} {m['python']}, {m['platform']}; "
+        f"load average at start {m['load'][0]:.2f}; podstatus {v['podstatus']}, msgspec {v['msgspec']}, "
+        f"kubernetes {v['kubernetes']}, pydantic {v['pydantic']}, urllib3 {v['urllib3']}"
+    )
+
+
+def print_table(results: dict[str, Any], m: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="podstatus benchmarks", caption=machine_line(m))
+    for h in HEADER:
+        table.add_column(h, overflow="fold")
+    for row in rows(results):
+        style = "red" if row[5].startswith("NO") else None
+        table.add_row(*row, style=style)
+    Console(width=200).print(table)
+
+
+def _details(results: dict[str, Any]) -> str:
+    lines = []
+    for name in ("e2e", "scaling"):
+        r = results.get(name)
+        if not r:
+            continue
+        lines.append(f"\n{name}:\n")
+        lines.append(
+            "| mode | pods | changes | requests | req/change | p50 ms | p99 ms | max ms | wall s | client CPU ms/change | server CPU ms/change | warm-up s | violations |"
+        )
+        lines.append(
+            "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        )
+        for mode in ("kubelet", "fast"):
+            x = r[mode]
+            req = ", ".join(f"{k} {v}" for k, v in x["requests"].items())
+            lines.append(
+                f"| {mode} | {x['pods']:,} | {x['changes']:,} | {req} | {x['requests_per_change']:.3f} | {x['p50_ms']:.1f} | "
+                f"{x['p99_ms']:.1f} | {x['max_ms']:.1f} | {x['wall_s']:.1f} | {x['cpu_ms_per_change']:.2f} | "
+                f"{x['server_cpu_ms_per_change']:.2f} | {x['warmup_s']:.1f} | {x['violations']} |"
+            )
+    r = results.get("resync")
+    if r:
+        lines.append(
+            f"\nresync set-up: the first sync_batch(all=True) over {r['pods']:,} pods took {r['first_cpu_s']:.1f} s CPU "
+            f"and sent {r['first_requests']}; the measured second one chose {r['chosen']} pods, "
+            f"{r['cpu_s']:.2f} s CPU ({r['wall_s']:.2f} s wall), {r['requests']} requests."
+        )
+    return "\n".join(lines)
+
+
+def markdown(results: dict[str, Any], m: dict[str, Any], command: str, elapsed: float) -> str:
+    out = [
+        "# Benchmarks",
+        "",
+        "Generated by `make bench` (do not edit by hand: the profiling notes at the end come from",
+        "`bench/FINDINGS.md`).",
+        "",
+        f"- command: `{command}`",
+        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}, whole run {elapsed:.0f} s",
+        f"- machine: {machine_line(m)}",
+        "",
+        "Ratios are to a peer measured in the same run (alternating within each repeat);",
+        "figures are medians over repeats, ± is half the spread (max - min) / median.",
+        "",
+        "| " + " | ".join(HEADER) + " |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
+    ]
+    for row in rows(results):
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    out.append(_details(results))
+    findings = ROOT / "bench" / "FINDINGS.md"
+    if findings.exists():
+        out.append("")
+        out.append(findings.read_text().rstrip())
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
+    parser.add_argument("--write", metavar="PATH", help="write the results as markdown to PATH")
+    parser.add_argument("--only", default="", help=f"comma-separated subset of {','.join(NAMES)}")
+    args = parser.parse_args(argv)
+    names = tuple(n for n in args.only.split(",") if n) or NAMES
+    unknown = set(names) - set(NAMES)
+    if unknown:
+        parser.error(f"unknown benchmarks: {', '.join(sorted(unknown))}")
+    m = machine()
+    start = time.perf_counter()
+    results = run_all(names, quick=args.quick)
+    elapsed = time.perf_counter() - start
+    print_table(results, m)
+    print(f"whole run: {elapsed:.0f} s")
+    if args.write:
+        command = "python bench/run.py " + " ".join(
+            shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+        )
+        path = Path(args.write)
+        if not path.is_absolute():
+            path = Path.cwd() / path
+        path.write_text(markdown(results, m, command.strip(), elapsed))
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,599 @@
+"""The same requests against the real kube-apiserver and the embedded server, answers compared.
+
+Each test is parametrized over ``server`` = ``"real"`` and ``"embedded"``. It runs its
+scenario (a few raw HTTP requests) against that server and against the real one, and
+asserts that both give the same answer: status code, the ``Status`` object of an error
+(reason, message, details) or the relevant part of the object returned. Names, UIDs,
+resourceVersions, timestamps and managedFields are normalised away first. The real
+server is right: a failure of the ``[embedded]`` variant is a difference the embedded
+server has to fix (docs/design.md, "The embedded server and the real one"). The
+``[real]`` variant checks the facts each test documents about the real server
+(kube-apiserver v1.37.2), so a Kubernetes update that changes them shows up here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from apisuite_kit import (
+    IMAGE,
+    JSON,
+    MERGE,
+    NODE,
+    Answer,
+    RawApi,
+    Server,
+    normalise,
+    pod_manifest,
+    unique,
+)
+
+pytestmark = pytest.mark.apiserver
+
+ZERO_UID = "00000000-0000-0000-0000-000000000000"
+
+
+class Ctx:
+    """One run of a scenario against one server; remembers names and UIDs to scrub."""
+
+    def __init__(self, raw: RawApi) -> None:
+        self.raw = raw
+        self.secrets: dict[str, str] = {}
+
+    def pod(self, **kw: Any) -> tuple[str, str]:
+        name = unique("cmp")
+        ans = self.raw.create_pod(pod_manifest(name, **kw))
+        assert ans.code == 201, ans.body
+        uid = ans.body["metadata"]["uid"]
+        n = len(self.secrets) // 2
+        self.secrets[name] = f"<name{n}>"
+        self.secrets[uid] = f"<uid{n}>"
+        return name, uid
+
+    def scrub(self, value: Any) -> Any:
+        if isinstance(value, str):
+            for secret, marker in self.secrets.items():
+                value = value.replace(secret, marker)
+            return value
+        if isinstance(value, dict):
+            return {k: self.scrub(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.scrub(v) for v in value]
+        return value
+
+    def error(self, ans: Answer) -> dict[str, Any]:
+        """Code and Status body of an answer (the pod's status instead when it succeeded)."""
+        if 200 <= ans.code < 300 and isinstance(ans.body, dict) and ans.body.get("kind") == "Pod":
+            return {"code": ans.code, "status": semantic(ans.body.get("status"))}
+        body = ans.body if isinstance(ans.body, dict) else {"raw": ans.raw[:200].decode("utf-8", "replace")}
+        keep = {
+            k: body.get(k) for k in ("kind", "status", "reason", "code", "message", "details") if k in body
+        }
+        return {"code": ans.code, "body": self.scrub(keep)}
+
+    def pod_summary(self, ans: Answer) -> dict[str, Any]:
+        """Code and the parts of a returned pod the status manager cares about."""
+        if not (isinstance(ans.body, dict) and ans.body.get("kind") == "Pod"):
+            return self.error(ans)
+        meta = ans.body.get("metadata") or {}
+        return {
+            "code": ans.code,
+            "deletionTimestamp": meta.get("deletionTimestamp") is not None,
+            "deletionGracePeriodSeconds": meta.get("deletionGracePeriodSeconds"),
+            "labels": meta.get("labels"),
+            "annotations": meta.get("annotations"),
+            "status": semantic(ans.body.get("status")),
+        }
+
+
+def semantic(value: Any) -> Any:
+    """Normalised, without nulls and empty objects (how they are printed is compared separately)."""
+    value = normalise(value)
+
+    def strip(x: Any) -> Any:
+        if isinstance(x, dict):
+            out = {k: strip(v) for k, v in x.items() if v is not None}
+            return {k: v for k, v in out.items() if v != {}}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+
+    return strip(value)
+
+
+_real_answers: dict[str, Any] = {}
+
+
+def same_as_real(
+    server: Server, real_server: Server, request: pytest.FixtureRequest, scenario: Callable[[Ctx], Any]
+) -> Any:
+    """Run ``scenario`` on ``server``; assert the real server answers the same. Returns the answer."""
+    key = request.node.originalname
+    got = scenario(Ctx(server.raw))
+    if server.kind == "real":
+        _real_answers[key] = got
+        return got
+    if key not in _real_answers:
+        _real_answers[key] = scenario(Ctx(real_server.raw))
+    expected = _real_answers[key]
+    if got != expected:
+        diff = "\n".join(
+            difflib.unified_diff(
+                json.dumps(expected, indent=1, sort_keys=True).splitlines(),
+                json.dumps(got, indent=1, sort_keys=True).splitlines(),
+                "kube-apiserver",
+                "embedded",
+                lineterm="",
+            )
+        )
+        pytest.fail(f"the embedded server differs from kube-apiserver in {key}:\n{diff}", pytrace=False)
+    return got
+
+
+def status_patch(
+    ctx: Ctx, name: str, patch: Any, content_type: str = "application/strategic-merge-patch+json"
+) -> Answer:
+    return ctx.raw.patch_status(name, patch, content_type=content_type)
+
+
+def cstatus(name: str, state: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "ready": False,
+        "restartCount": 0,
+        "image": IMAGE,
+        "imageID": "",
+        "state": state,
+        **extra,
+    }
+
+
+# -- strategic merge patches of pods/status -------------------------------------------------
+
+
+def test_strategic_merge_of_conditions_and_container_statuses(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """Conditions merge by type with $setElementOrder and $patch: delete; containerStatuses are replaced."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, uid = ctx.pod(containers=("a", "b"), readiness_gates=("example.com/gate",))
+        first = status_patch(ctx, name, {"status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Initialized", "status": "True"},
+                {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "message": "m"},
+            ],
+            "containerStatuses": [
+                cstatus("a", {"running": {"startedAt": "2026-01-01T00:00:00Z"}}),
+                cstatus("b", {"waiting": {"reason": "ContainerCreating"}}),
+            ],
+        }})  # fmt: skip
+        second = status_patch(ctx, name, {"metadata": {"uid": uid}, "status": {
+            "$setElementOrder/conditions": [{"type": "PodScheduled"}, {"type": "Ready"}, {"type": "example.com/gate"}],
+            "conditions": [
+                {"type": "Initialized", "$patch": "delete"},
+                {"type": "Ready", "status": "True", "reason": None, "message": None},
+                {"type": "example.com/gate", "status": "True"},
+            ],
+            "containerStatuses": [cstatus("b", {"running": {"startedAt": "2026-01-01T00:00:01Z"}}, ready=True, restartCount=1)],
+        }})  # fmt: skip
+        return [ctx.error(first), ctx.error(second)]
+
+    got = same_as_real(server, real_server, request, scenario)
+    status = got[1]["status"]
+    assert [c["type"] for c in status["conditions"]] == ["PodScheduled", "Ready", "example.com/gate"]
+    assert [c["name"] for c in status["containerStatuses"]] == ["b"]
+
+
+def test_json_merge_patch_replaces_conditions(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        status_patch(
+            ctx,
+            name,
+            {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+            MERGE,
+        )
+        return ctx.error(
+            status_patch(
+                ctx, name, {"status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}}, MERGE
+            )
+        )
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [c["type"] for c in got["status"]["conditions"]] == ["PodScheduled"]
+
+
+def test_wire_form_of_conditions_and_container_statuses(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """How a pod's status is printed: the real server prints Go zero values (null times, {} states)."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        ans = status_patch(ctx, name, {"status": {
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [cstatus("c", {"waiting": {"reason": "ContainerCreating"}})],
+        }})  # fmt: skip
+        return {"code": ans.code, "status": normalise(ans.body["status"])}
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["status"]["conditions"] == [
+        {"type": "Ready", "status": "False", "lastProbeTime": None, "lastTransitionTime": None}
+    ]
+    assert got["status"]["containerStatuses"][0]["lastState"] == {}
+
+
+def test_terminal_phase_moving_back(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """kube-apiserver v1.37.2 does not refuse a terminal phase moving back (no such validation):
+    keeping a terminal phase is the kubelet's (and podstatus's) job alone."""
+
+    def scenario(ctx: Ctx) -> Any:
+        out = []
+        for terminal, back in (("Failed", "Running"), ("Succeeded", "Pending")):
+            name, _ = ctx.pod()
+            status_patch(ctx, name, {"status": {"phase": terminal, "reason": "Done"}})
+            out.append(ctx.error(status_patch(ctx, name, {"status": {"phase": back}})))
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [g["code"] for g in got] == [200, 200]
+    assert got[0]["status"]["phase"] == "Running"
+
+
+def test_invalid_condition_status(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """The real server does not validate a condition's status value ("Maybe" is stored)."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        return ctx.error(
+            status_patch(ctx, name, {"status": {"conditions": [{"type": "Ready", "status": "Maybe"}]}})
+        )
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["code"] == 200
+
+
+def test_invalid_condition_type(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """Condition types other than PodScheduled, Ready, Initialized must be qualified names."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        bad = {
+            "status": {
+                "conditions": [
+                    {"type": "example.com/ok", "status": "True"},
+                    {"type": "bad type!", "status": "True"},
+                ]
+            }
+        }
+        return ctx.error(status_patch(ctx, name, bad))
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["code"] == 422
+    assert got["body"]["reason"] == "Invalid"
+
+
+def test_condition_without_type(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        return ctx.error(status_patch(ctx, name, {"status": {"conditions": [{"status": "True"}]}}))
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["code"] == 422
+
+
+def test_container_leaving_terminated_state(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        out = []
+        for policy, exit_code in (("Never", 1), ("OnFailure", 0), ("OnFailure", 1), ("Always", 0)):
+            name, _ = ctx.pod(restart_policy=policy)
+            status_patch(
+                ctx,
+                name,
+                {"status": {"containerStatuses": [cstatus("c", {"terminated": {"exitCode": exit_code}})]}},
+            )
+            again = {
+                "status": {
+                    "containerStatuses": [cstatus("c", {"running": {"startedAt": "2026-01-01T00:00:00Z"}})]
+                }
+            }
+            out.append(ctx.error(status_patch(ctx, name, again)))
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [g["code"] for g in got] == [422, 422, 200, 200]
+
+
+def test_pod_ips(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        bad_ip = ctx.error(status_patch(ctx, name, {"status": {"podIPs": [{"ip": "10.0.0.300"}]}}))
+        ok = ctx.error(
+            status_patch(ctx, name, {"status": {"podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}]}})
+        )
+        # Merged by ip: the list becomes two IPv4 addresses.
+        two_v4 = ctx.error(
+            status_patch(ctx, name, {"status": {"podIP": "10.1.0.6", "podIPs": [{"ip": "10.1.0.6"}]}})
+        )
+        replaced = ctx.error(status_patch(ctx, name, {"status": {
+            "podIP": "10.1.0.6",
+            "$setElementOrder/podIPs": [{"ip": "10.1.0.6"}],
+            "podIPs": [{"ip": "10.1.0.6"}, {"ip": "10.1.0.5", "$patch": "delete"}],
+        }}))  # fmt: skip
+        return [bad_ip, ok, two_v4, replaced]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [g["code"] for g in got] == [422, 200, 422, 200]
+
+
+def test_qos_class_is_kept_and_immutable(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """A status patch removing qosClass keeps the server's value; changing it is refused."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        removed = ctx.error(status_patch(ctx, name, {"status": {"qosClass": None, "phase": "Running"}}))
+        changed = ctx.error(status_patch(ctx, name, {"status": {"qosClass": "Guaranteed"}}))
+        return [removed, changed]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [g["code"] for g in got] == [200, 422]
+    assert got[0]["status"] == {"phase": "Running", "qosClass": "BestEffort"}
+
+
+def test_metadata_through_the_status_subresource(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """Labels and annotations in a pods/status patch are applied; spec changes are ignored."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        a = ctx.pod_summary(
+            status_patch(
+                ctx,
+                name,
+                {"metadata": {"labels": {"x": "y"}, "annotations": {"a": "b"}}, "status": {"message": "m"}},
+            )
+        )
+        b = status_patch(ctx, name, {"spec": {"activeDeadlineSeconds": 5}, "status": {"message": "n"}})
+        return [a, b.code, (b.body.get("spec") or {}).get("activeDeadlineSeconds")]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0]["labels"] == {"x": "y"}
+    assert got[1:] == [200, None]
+
+
+# -- preconditions ------------------------------------------------------------------------
+
+
+def test_status_patch_with_wrong_uid(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """The manager's "precondition" metadata.uid in a status patch: a mismatch is a 422 (immutable field)."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        return ctx.error(
+            status_patch(ctx, name, {"metadata": {"uid": ZERO_UID}, "status": {"phase": "Running"}})
+        )
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["code"] == 422
+    assert got["body"]["reason"] == "Invalid"
+    assert (
+        got["body"]["message"]
+        == f'Pod "<name0>" is invalid: metadata.uid: Invalid value: "{ZERO_UID}": field is immutable'
+    )
+
+
+def test_status_patch_with_stale_resource_version(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        rv = ctx.raw.get_pod(name).body["metadata"]["resourceVersion"]
+        status_patch(ctx, name, {"status": {"phase": "Running"}})
+        stale = status_patch(ctx, name, {"metadata": {"resourceVersion": rv}, "status": {"message": "late"}})
+        return ctx.error(stale)
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["code"] == 409
+    assert got["body"]["message"] == (
+        'Operation cannot be fulfilled on pods "<name0>": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+
+
+def test_delete_with_wrong_uid_precondition(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        ans = ctx.raw.delete_pod(name, {"gracePeriodSeconds": 0, "preconditions": {"uid": ZERO_UID}})
+        return [ctx.error(ans), ctx.raw.get_pod(name).code]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0]["code"] == 409 and got[0]["body"]["reason"] == "Conflict"
+    assert got[1] == 200
+
+
+# -- errors of plain requests -------------------------------------------------------------
+
+
+def test_get_missing_pod(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        return [
+            ctx.error(ctx.raw.get_pod("no-such-pod-x1")),
+            ctx.error(status_patch(ctx, "no-such-pod-x1", {"status": {"phase": "Running"}})),
+        ]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0]["body"] == {
+        "kind": "Status",
+        "status": "Failure",
+        "reason": "NotFound",
+        "code": 404,
+        "message": 'pods "no-such-pod-x1" not found',
+        "details": {"name": "no-such-pod-x1", "kind": "pods"},
+    }
+
+
+def test_create_duplicate(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        return ctx.error(ctx.raw.create_pod(pod_manifest(name)))
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["code"] == 409 and got["body"]["reason"] == "AlreadyExists"
+    assert got["body"]["message"] == 'pods "<name0>" already exists'
+
+
+def test_create_invalid_pods(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        no_image = pod_manifest(unique())
+        del no_image["spec"]["containers"][0]["image"]
+        ctx.secrets[no_image["metadata"]["name"]] = "<noimage>"
+        return [
+            ctx.error(ctx.raw.create_pod(pod_manifest("Bad_Name"))),
+            ctx.error(ctx.raw.create_pod(no_image)),
+        ]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [g["code"] for g in got] == [422, 422]
+    assert got[0]["body"]["reason"] == "Invalid"
+
+
+def test_created_pod_defaults(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """What the server adds to a new pod (defaults and admission)."""
+
+    def scenario(ctx: Ctx) -> Any:
+        ans = ctx.raw.create_pod(pod_manifest(unique()))
+        return {"code": ans.code, "spec": semantic(ans.body["spec"]), "status": semantic(ans.body["status"])}
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+
+
+def test_unsupported_media_type(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        ans = status_patch(ctx, name, {"status": {"phase": "Running"}}, JSON)
+        return {"code": ans.code, "reason": ans.body.get("reason") if isinstance(ans.body, dict) else None}
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got == {"code": 415, "reason": "UnsupportedMediaType"}
+
+
+# -- deletion -------------------------------------------------------------------------------
+
+
+def test_graceful_delete_of_a_bound_pod(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """A bound pod deleted with grace stays, with deletionTimestamp, until deleted with grace 0."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, uid = ctx.pod()
+        out = [ctx.pod_summary(ctx.raw.delete_pod(name, {"gracePeriodSeconds": 30}))]
+        out.append(ctx.pod_summary(ctx.raw.delete_pod(name, {"gracePeriodSeconds": 10})))  # shortened
+        out.append(ctx.pod_summary(ctx.raw.delete_pod(name, {"gracePeriodSeconds": 60})))  # not extended
+        out.append(ctx.pod_summary(ctx.raw.get_pod(name)))
+        out.append(
+            ctx.pod_summary(
+                ctx.raw.delete_pod(name, {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
+            )
+        )
+        out.append(ctx.raw.get_pod(name).code)
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [(g["deletionTimestamp"], g["deletionGracePeriodSeconds"]) for g in got[:4]] == [
+        (True, 30), (True, 10), (True, 10), (True, 10)
+    ]  # fmt: skip
+    assert got[-1] == 404
+
+
+def test_immediate_deletions(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """Unbound pods, terminal pods and grace 0 go at once; the answer is the pod as deleted."""
+
+    def scenario(ctx: Ctx) -> Any:
+        unbound, _ = ctx.pod(node=None)
+        bound, _ = ctx.pod()
+        done, _ = ctx.pod()
+        status_patch(ctx, done, {"status": {"phase": "Succeeded"}})
+        answers = [
+            ctx.raw.delete_pod(unbound, {"gracePeriodSeconds": 30}),
+            ctx.raw.delete_pod(bound, {"gracePeriodSeconds": 0}),
+            ctx.raw.delete_pod(done, {"gracePeriodSeconds": 30}),
+        ]
+        gone = [ctx.raw.get_pod(n).code for n in (unbound, bound, done)]
+        return [ctx.pod_summary(a) for a in answers] + [gone]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[-1] == [404, 404, 404]
+    assert [(g["deletionTimestamp"], g["deletionGracePeriodSeconds"]) for g in got[:3]] == [(True, 0)] * 3
+
+
+def test_terminating_pod_stays_after_its_grace_period(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """Without a kubelet nothing removes a terminating pod when its grace period is over."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        ctx.raw.delete_pod(name, {"gracePeriodSeconds": 1})
+        time.sleep(3.0)
+        return ctx.pod_summary(ctx.raw.get_pod(name))
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["code"] == 200 and got["deletionTimestamp"] is True
+
+
+# -- lists ----------------------------------------------------------------------------------
+
+
+def test_field_selectors(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        failed, _ = ctx.pod()
+        running, _ = ctx.pod()
+        status_patch(ctx, failed, {"status": {"phase": "Failed"}})
+        status_patch(ctx, running, {"status": {"phase": "Running"}})
+        mine = {failed, running}
+
+        def names(query: str) -> Any:
+            ans = ctx.raw.request("GET", ctx.raw.pods_path(), query=query)
+            if ans.code != 200:
+                return ctx.error(ans)
+            return sorted(
+                ctx.scrub(p["metadata"]["name"]) for p in ans.body["items"] if p["metadata"]["name"] in mine
+            )
+
+        return {
+            "phase=Failed": names("fieldSelector=status.phase%3DFailed"),
+            "phase!=Failed": names("fieldSelector=status.phase!%3DFailed"),
+            "nodeName,phase": names(f"fieldSelector=spec.nodeName%3D{NODE},status.phase%3DRunning"),
+            "unsupported": names("fieldSelector=status.bogus%3Dx"),
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["phase=Failed"] == ["<name0>"]
+    assert got["phase!=Failed"] == ["<name1>"]
+    assert got["nodeName,phase"] == ["<name1>"]
+    assert got["unsupported"]["code"] == 400
