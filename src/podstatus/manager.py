@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -159,7 +159,10 @@ class _PodSyncState:
     not_before: float = 0.0
     # The version that found the pod gone (backoff option): not asked again until it changes.
     gone_version: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    # Worker queue bookkeeping (workers > 1).
+    status_uid: str = ""
+    reconcile: bool = False
+    again: bool = False
 
 
 def _fields(pod_key: str, uid: str, version: int | None = None, **more: Any) -> dict[str, Any]:
@@ -195,6 +198,9 @@ class Manager:
         # (mirror) pod UID -> last version known to be on the API server.
         self._api_versions: dict[str, int] = {}
         self._sync_state: dict[str, _PodSyncState] = {}
+        # Pods that may have a version newer than the server's: a non-full pass looks at these only,
+        # so its cost follows the number of changes, not the number of pods.
+        self._dirty: dict[str, None] = {}  # an ordered set: passes sync in order of change
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -267,6 +273,7 @@ class Manager:
         with self._lock:
             self._thread = None
             self._workers = []
+            self._dirty.update(dict.fromkeys(self._queued))  # never synced: still owed
             self._queue.clear()
             self._queued.clear()
 
@@ -409,6 +416,7 @@ class Manager:
             for uid in [u for u in self._statuses if u not in keep]:
                 entry = self._statuses.pop(uid)
                 self._sync_state.pop(uid, None)
+                self._dirty.pop(uid, None)
                 _log(
                     logging.DEBUG,
                     "Removing pod from status map",
@@ -485,6 +493,7 @@ class Manager:
         return now
 
     def _notify(self, uid: str) -> None:
+        self._dirty[uid] = None
         # Never blocks; one pending wake-up is enough.
         self._wake.set()
 
@@ -529,22 +538,28 @@ class Manager:
         chosen = self._choose(all)
         self._passes += 1
         if self._opts.workers == 1 or not self._workers:
-            for uid, status_uid, reconcile in chosen:
+            for i, (uid, status_uid, reconcile) in enumerate(chosen):
                 if self._stopping.is_set() and not wait:
+                    with self._lock:  # not synced after all: still owed
+                        self._dirty.update(dict.fromkeys(u for u, _, _ in chosen[i:]))
                     break
                 self._sync_guarded(uid, status_uid, reconcile)
             return len(chosen)
         pending: list[str] = []
         with self._queue_cond:
+            if self._stopping.is_set() or not self._workers:
+                # Stopped while choosing: nobody would take these from the queue. Still owed.
+                self._dirty.update(dict.fromkeys(u for u, _, _ in chosen))
+                return len(chosen)
             for uid, status_uid, reconcile in chosen:
                 state = self._sync_state.setdefault(uid, _PodSyncState())
-                state.extra["status_uid"] = status_uid
-                state.extra["reconcile"] = reconcile or state.extra.get("reconcile", False)
+                state.status_uid = status_uid
+                state.reconcile = reconcile or state.reconcile
                 if uid in self._queued:
                     continue
                 if uid in self._in_flight:
                     # The worker re-queues it when it finishes if something newer came in.
-                    state.extra["again"] = True
+                    state.again = True
                     continue
                 entry = self._statuses.get(uid)
                 priority = 0 if (self._opts.prioritize and entry is not None and entry.urgent) else 1
@@ -570,17 +585,18 @@ class Manager:
                 self._queued.discard(uid)
                 self._in_flight.add(uid)
                 state = self._sync_state.setdefault(uid, _PodSyncState())
-                status_uid = state.extra.get("status_uid", uid)
-                reconcile = state.extra.pop("reconcile", False)
-                state.extra.pop("again", None)
+                status_uid = state.status_uid or uid
+                reconcile, state.reconcile, state.again = state.reconcile, False, False
             try:
                 self._sync_guarded(uid, status_uid, reconcile)
             finally:
                 with self._queue_cond:
                     self._in_flight.discard(uid)
                     entry = self._statuses.get(uid)
-                    again = state.extra.pop("again", False)
+                    again, state.again = state.again, False
                     newer = entry is not None and self._api_versions.get(status_uid, 0) < entry.version
+                    if newer:
+                        self._dirty[uid] = None
                     self._queue_cond.notify_all()
                 if again or newer:
                     self._wake.set()
@@ -596,7 +612,12 @@ class Manager:
                     u for u in self._api_versions if u not in self._statuses and u not in mirror_to_pod
                 ]:
                     del self._api_versions[uid]
-            for uid, entry in self._statuses.items():
+            if all:
+                candidates = list(self._statuses.items())
+            else:
+                candidates = [(u, self._statuses[u]) for u in self._dirty if u in self._statuses]
+                self._dirty.clear()
+            for uid, entry in candidates:
                 status_uid = uid
                 mirror_uid = pod_to_mirror.get(uid)
                 if mirror_uid is not None:
@@ -606,6 +627,7 @@ class Manager:
                             "Static pod does not have a corresponding mirror pod; skipping",
                             **_fields(f"{entry.namespace}/{entry.name}", uid),
                         )
+                        self._dirty[uid] = None
                         continue
                     status_uid = mirror_uid
                 if self._opts.backoff:
@@ -614,6 +636,7 @@ class Manager:
                         if state.gone_version is not None and state.gone_version >= entry.version:
                             continue  # gone from the server, nothing new to say
                         if state.not_before > now and not all:
+                            self._dirty[uid] = None  # still owed: try again when the wait is over
                             continue
                 if not all:
                     if self._api_versions.get(status_uid, 0) >= entry.version:
@@ -681,6 +704,11 @@ class Manager:
         except Exception:
             log.exception("Unexpected error syncing pod status podUID=%s", uid)
             ok = False
+        with self._lock:
+            entry = self._statuses.get(uid)
+            if entry is not None and self._api_versions.get(status_uid, 0) < entry.version:
+                # Failed, or changed meanwhile: the next non-full pass must look at it again.
+                self._dirty[uid] = None
         if self._opts.backoff:
             with self._lock:
                 state = self._sync_state.get(uid)
@@ -910,6 +938,7 @@ class Manager:
         with self._lock:
             self._statuses.pop(uid, None)
             self._sync_state.pop(uid, None)
+            self._dirty.pop(uid, None)
 
 
 def _update_condition(conditions: tuple[Any, ...] | Any, condition: Any) -> tuple[Any, ...]:

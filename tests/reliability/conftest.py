@@ -1,24 +1,14 @@
-"""Shared bits of the reliability tests: the counts each test reports at the end of the run."""
+"""Shared bits of the reliability tests: the counts each test reports, printed at the end of the run."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-
-_lock = threading.Lock()
-_reports: list[str] = []
-
-
-def report(line: str) -> None:
-    """A line for the end-of-run summary (printed even without ``-s``) and for ``-s`` runs at once."""
-    with _lock:
-        _reports.append(line)
-    print(line)
+from relkit import reports
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if _reports:
+    lines = reports()
+    if lines:
         terminalreporter.section("reliability counts")
-        for line in _reports:
+        for line in lines:
             terminalreporter.write_line(line)

@@ -43,6 +43,21 @@ _decode = msgspec.json.decode
 
 TERMINAL = ("Succeeded", "Failed")
 
+_reports_lock = threading.Lock()
+_reports: list[str] = []
+
+
+def report(line: str) -> None:
+    """A line for the end-of-run summary (printed even without ``-s``), and at once with ``-s``."""
+    with _reports_lock:
+        _reports.append(line)
+    print(line)
+
+
+def reports() -> list[str]:
+    with _reports_lock:
+        return list(_reports)
+
 
 # --- invariants ---------------------------------------------------------------------------
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from relkit import report
 
-from conftest import report
 from podstatus import (
     BasicPodManager,
     ContainerState,

@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from relkit import report
 
-from conftest import report
 from podstatus import (
     BasicPodManager,
     ContainerState,

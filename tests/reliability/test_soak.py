@@ -35,11 +35,11 @@ from relkit import (
     StoreClient,
     WriteObserver,
     phase_counts,
+    report,
     unfinished_handshakes,
     unsynced_pods,
 )
 
-from conftest import report
 from podstatus import BasicPodManager, PodStatus, new_manager
 from podstatus.clients.http import HttpKubeClient
 from podstatus.errors import ApiError
@@ -107,9 +107,8 @@ def manifests(count: int, seed: int) -> list[dict[str, Any]]:
     out = builtin_mix(count, namespace=NS, seed=seed)
     for i, m in enumerate(out):
         m["spec"]["nodeName"] = NODE
-        if m["metadata"]["annotations"]["podstatus.io/behaviour"] == "fail" or (
-            i % 7 == 3 and m["spec"]["restartPolicy"] == "Never" and "initContainers" not in m["spec"]
-        ):
+        behaviour = m["metadata"]["annotations"]["podstatus.io/behaviour"]
+        if i % 3 == 0 and behaviour in ("fail", "complete") and "initContainers" not in m["spec"]:
             # OnFailure retries: the container fails, restarts, fails... (terminated -> running is legal).
             m["spec"]["restartPolicy"] = "OnFailure"
             m["metadata"]["annotations"]["podstatus.io/behaviour"] = "fail"
