@@ -141,6 +141,16 @@ def validate_status(status: Any) -> None:
     The wire types do not validate on construction (that is what keeps them
     cheap), so the setters call this before anything is cached.
     """
+    try:
+        _validate_status(status)
+    except InvalidObjectError:
+        raise
+    except (TypeError, AttributeError, ValueError) as err:
+        # A shape the precise checks did not foresee: still bad input, never a crash.
+        raise InvalidObjectError(f"invalid PodStatus: {type(err).__name__}: {err}", path="status") from None
+
+
+def _validate_status(status: Any) -> None:
     if not isinstance(status, PodStatus):
         raise InvalidObjectError(f"expected a PodStatus, got {type(status).__name__}", path="status")
     _check_opt(status.phase, str, "status.phase")
@@ -159,7 +169,7 @@ def validate_status(status: Any) -> None:
                 raise _bad(path, f"expected PodCondition, got {type(c).__name__}")
             if not isinstance(c.type, str) or not c.type:
                 raise _bad(f"{path}.type", "Required value")
-            if c.status not in VALID_CONDITION_STATUSES:
+            if not isinstance(c.status, str) or c.status not in VALID_CONDITION_STATUSES:
                 raise _bad(
                     f"{path}.status",
                     f'Unsupported value: {c.status!r}: supported values: "False", "True", "Unknown"',
@@ -171,6 +181,8 @@ def validate_status(status: Any) -> None:
     for attr, cls in (("pod_ips", PodIP), ("host_ips", HostIP)):
         ips = getattr(status, attr)
         if ips is not None:
+            if not isinstance(ips, tuple | list):
+                raise _bad(f"status.{attr}", f"expected a list, got {type(ips).__name__}")
             for i, ip in enumerate(ips):
                 if not isinstance(ip, cls) or not isinstance(ip.ip, str):
                     raise _bad(f"status.{attr}[{i}]", f"expected {cls.__name__} with an ip")

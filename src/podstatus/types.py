@@ -18,7 +18,7 @@ so an object read from a server comes back out exactly as it came in.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Self, cast
+from typing import Annotated, Any, Self, cast
 
 import msgspec
 from msgspec import field
@@ -42,6 +42,9 @@ __all__ = [
     "PodSpec",
     "PodStatus",
 ]
+
+# RFC 3339 requires an offset; the API server refuses a timestamp without one, and so do we.
+Time = Annotated[datetime, msgspec.Meta(tz=True)]
 
 _EXTRA_WIRE = "$podstatus.extra"
 _json_encode = msgspec.json.encode
@@ -74,7 +77,7 @@ class Extra:
 class _Meta:
     """Per-type facts computed once from the struct's fields."""
 
-    __slots__ = ("children", "known")
+    __slots__ = ("children", "known", "time_fields")
 
     def __init__(self, cls: type[K8sObject]) -> None:
         info = msgspec.inspect.type_info(cls)
@@ -87,6 +90,7 @@ class _Meta:
                 child_cls, is_list = child
                 children.append((f.name, f.encode_name, is_list, _meta(child_cls)))
         self.children = tuple(children)
+        self.time_fields = tuple(f.name for f in info.fields if _is_datetime(f.type))
 
 
 def _unwrap_optional(t: msgspec.inspect.Type) -> msgspec.inspect.Type:
@@ -106,6 +110,11 @@ def _struct_type_of(t: msgspec.inspect.Type) -> tuple[type[K8sObject], bool] | N
         if isinstance(item, msgspec.inspect.StructType):
             return cast("type[K8sObject]", item.cls), True
     return None
+
+
+def _is_datetime(t: msgspec.inspect.Type) -> bool:
+    t = _unwrap_optional(t)
+    return isinstance(t, msgspec.inspect.DateTimeType)
 
 
 def _path_of(err: msgspec.ValidationError) -> tuple[str, str]:
@@ -160,11 +169,14 @@ class K8sObject(
             )
         try:
             obj = msgspec.convert(data, cls)
+            _attach_extras(data, obj, _meta(cls))
         except msgspec.ValidationError as err:
             message, path = _path_of(err)
             where = f" at {path}" if path else ""
             raise InvalidObjectError(f"invalid {cls.__name__}{where}: {message}", path=path) from None
-        _attach_extras(data, obj, _meta(cls))
+        except (RecursionError, TypeError) as err:
+            # Nesting deeper than JSON can sensibly hold, or values that are not JSON at all.
+            raise InvalidObjectError(f"invalid {cls.__name__}: {type(err).__name__}: {err}") from None
         return obj
 
     @classmethod
@@ -184,13 +196,16 @@ class K8sObject(
     def to_json(self) -> bytes:
         """Compact JSON of :meth:`to_dict`."""
         seen: list[bool] = []
-        out = _json_encode(self, enc_hook=_extra_enc_hook(seen))
-        if not seen:
-            return out
-        # Rare: some object kept unknown fields. Put them back where they were.
-        data = _json_decode(out)
-        _merge_extras(data)
-        return _json_encode(data)
+        try:
+            out = _json_encode(self, enc_hook=_extra_enc_hook(seen))
+            if not seen:
+                return out
+            # Rare: some object kept unknown fields. Put them back where they were.
+            data = _json_decode(out)
+            _merge_extras(data)
+            return _json_encode(data)
+        except (RecursionError, NotImplementedError, TypeError) as err:
+            raise InvalidObjectError(f"cannot encode {type(self).__name__}: {err}") from None
 
     # -- values ----------------------------------------------------------------
 
@@ -210,6 +225,11 @@ def _meta(cls: type[K8sObject]) -> _Meta:
 
 
 def _attach_extras(data: dict[str, Any], obj: K8sObject, meta: _Meta) -> None:
+    for name in meta.time_fields:
+        value = getattr(obj, name)
+        if value is not None and value.tzinfo is not UTC:
+            # Timestamps are UTC (SPEC 2.1), whatever offset the text had.
+            msgspec.structs.force_setattr(obj, name, value.astimezone(UTC))
     if not data.keys() <= meta.known:
         known = meta.known
         unknown = {k: v for k, v in data.items() if k not in known}
@@ -258,8 +278,8 @@ class ObjectMeta(K8sObject, frozen=True, kw_only=True):
     uid: str | None = None
     resource_version: str | None = None
     generation: int | None = None
-    creation_timestamp: datetime | None = _NULL
-    deletion_timestamp: datetime | None = None
+    creation_timestamp: Time | None = _NULL
+    deletion_timestamp: Time | None = None
     deletion_grace_period_seconds: int | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
@@ -358,8 +378,8 @@ class PodCondition(K8sObject, frozen=True, kw_only=True):
     type: str
     status: str
     observed_generation: int | None = None
-    last_probe_time: datetime | None = _NULL
-    last_transition_time: datetime | None = _NULL
+    last_probe_time: Time | None = _NULL
+    last_transition_time: Time | None = _NULL
     reason: str | None = None
     message: str | None = None
 
@@ -370,7 +390,7 @@ class ContainerStateWaiting(K8sObject, frozen=True, kw_only=True):
 
 
 class ContainerStateRunning(K8sObject, frozen=True, kw_only=True):
-    started_at: datetime | None = _NULL
+    started_at: Time | None = _NULL
 
 
 class ContainerStateTerminated(K8sObject, frozen=True, kw_only=True):
@@ -378,8 +398,8 @@ class ContainerStateTerminated(K8sObject, frozen=True, kw_only=True):
     signal: int | None = None
     reason: str | None = None
     message: str | None = None
-    started_at: datetime | None = _NULL
-    finished_at: datetime | None = _NULL
+    started_at: Time | None = _NULL
+    finished_at: Time | None = _NULL
     container_id: str | None = field(default=None, name="containerID")
 
 
@@ -436,7 +456,7 @@ class PodStatus(K8sObject, frozen=True, kw_only=True):
     host_ips: tuple[HostIP, ...] | None = field(default=None, name="hostIPs")
     pod_ip: str | None = field(default=None, name="podIP")
     pod_ips: tuple[PodIP, ...] | None = field(default=None, name="podIPs")
-    start_time: datetime | None = None
+    start_time: Time | None = None
     init_container_statuses: tuple[ContainerStatus, ...] | None = None
     container_statuses: tuple[ContainerStatus, ...] | None = None
     qos_class: str | None = field(default=None, name="qosClass")
