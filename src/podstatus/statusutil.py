@@ -31,10 +31,10 @@ from .conditions import (
 from .errors import InvalidObjectError
 from .types import (
     Container,
-    Extra,
     ContainerState,
     ContainerStateTerminated,
     ContainerStatus,
+    Extra,
     HostIP,
     Pod,
     PodCondition,
