@@ -1047,3 +1047,17 @@ def test_merge_keeps_status_fields_this_library_does_not_know() -> None:
     mine = PodStatus.from_dict({"phase": "Running", "otherFuture": 3})
     merged = merge_pod_status(api, mine, False, datetime(2026, 1, 1, tzinfo=UTC))
     assert merged.to_dict() == {"phase": "Running", "futureField": {"a": 1}, "otherFuture": 3}
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("restart_count", 2**31), ("restart_count", -1), ("restart_count", 2**70)],
+)
+def test_validate_refuses_numbers_the_api_server_refuses(field: str, value: int) -> None:
+    from podstatus.statusutil import validate_status
+    from podstatus.types import ContainerStatus
+
+    status = PodStatus(container_statuses=(ContainerStatus(name="a", **{field: value}),))
+    with pytest.raises(InvalidObjectError) as info:
+        validate_status(status)
+    assert info.value.path == "status.containerStatuses[0].restartCount"

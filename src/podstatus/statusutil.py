@@ -56,6 +56,9 @@ TRANSITION_TIME_CONDITIONS = (
     DISRUPTION_TARGET,
 )
 
+# The API's int32 fields: a larger number is refused by the server (400), so refuse it here.
+_INT32_MAX = 2**31 - 1
+
 VALID_CONDITION_STATUSES = frozenset({"True", "False", "Unknown"})
 
 CONTAINER_STATUS_UNKNOWN = "ContainerStatusUnknown"
@@ -101,8 +104,8 @@ def _check_state(state: Any, path: str) -> None:
     if term is not None:
         if not isinstance(term, ContainerStateTerminated):
             raise _bad(f"{path}.terminated", "expected ContainerStateTerminated")
-        if type(term.exit_code) is not int:
-            raise _bad(f"{path}.terminated.exitCode", f"expected int, got {type(term.exit_code).__name__}")
+        if type(term.exit_code) is not int or not -_INT32_MAX - 1 <= term.exit_code <= _INT32_MAX:
+            raise _bad(f"{path}.terminated.exitCode", f"expected a 32-bit int, got {term.exit_code!r:.40}")
         _check_opt(term.message, str, f"{path}.terminated.message")
         _check_opt(term.reason, str, f"{path}.terminated.reason")
         _check_time(term.started_at, f"{path}.terminated.startedAt")
@@ -126,8 +129,8 @@ def _check_container_statuses(statuses: Any, field: str) -> None:
         names.add(cs.name)
         if type(cs.ready) is not bool:
             raise _bad(f"{path}.ready", f"expected bool, got {type(cs.ready).__name__}")
-        if type(cs.restart_count) is not int or cs.restart_count < 0:
-            raise _bad(f"{path}.restartCount", "expected a non-negative int")
+        if type(cs.restart_count) is not int or not 0 <= cs.restart_count <= _INT32_MAX:
+            raise _bad(f"{path}.restartCount", "expected a non-negative 32-bit int")
         _check_opt(cs.started, bool, f"{path}.started")
         _check_opt(cs.container_id, str, f"{path}.containerID")
         _check_opt(cs.image, str, f"{path}.image")
