@@ -13,6 +13,7 @@ medians over repeats, with the spread ``(max - min) / median``.
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import time
@@ -39,7 +40,7 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "memory": {"pods": 100_000, "traced_pods": 10_000, "peer_pods": 2_000},
         "resync": {"pods": 100_000},
         "e2e": {"pods": 1_000, "changes_per_pod": 5, "rate": 100.0, "latency": 0.005},
-        "scaling": {"pods": 10_000, "changes_per_pod": 0.5, "rate": 100.0, "latency": 0.005},
+        "scaling": {"pods": 10_000, "changes_per_pod": 0.2, "rate": 100.0, "latency": 0.005},
     },
     "quick": {
         "types": {"repeats": 3, "target": 0.002},
@@ -390,7 +391,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
     parser.add_argument("--write", metavar="PATH", help="write the results as markdown to PATH")
     parser.add_argument("--only", default="", help=f"comma-separated subset of {','.join(NAMES)}")
+    parser.add_argument("--json", metavar="PATH", help="also save the raw results (with the machine) as JSON")
+    parser.add_argument(
+        "--render", metavar="PATH", help="do not run: print (and --write) results saved by --json"
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        print_table(saved["results"], saved["machine"])
+        if args.write:
+            Path(args.write).write_text(
+                markdown(saved["results"], saved["machine"], saved["command"], saved["elapsed"])
+            )
+            print(f"wrote {args.write}")
+        return 0
     names = tuple(n for n in args.only.split(",") if n) or NAMES
     unknown = set(names) - set(NAMES)
     if unknown:
@@ -401,10 +415,15 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     print_table(results, m)
     print(f"whole run: {elapsed:.0f} s")
+    shown = list(argv if argv is not None else sys.argv[1:])
+    if "--json" in shown:  # where the raw results went is not part of the command
+        k = shown.index("--json")
+        del shown[k : k + 2]
+    command = "python bench/run.py " + " ".join(shlex.quote(a) for a in shown)
+    if args.json:
+        saved = {"results": results, "machine": m, "command": command.strip(), "elapsed": elapsed}
+        Path(args.json).write_text(json.dumps(saved, indent=1, default=str))
     if args.write:
-        command = "python bench/run.py " + " ".join(
-            shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
-        )
         path = Path(args.write)
         if not path.is_absolute():
             path = Path.cwd() / path

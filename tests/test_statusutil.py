@@ -1061,3 +1061,26 @@ def test_validate_refuses_numbers_the_api_server_refuses(field: str, value: int)
     with pytest.raises(InvalidObjectError) as info:
         validate_status(status)
     assert info.value.path == "status.containerStatuses[0].restartCount"
+
+
+def test_validate_skips_only_parts_that_are_the_known_objects() -> None:
+    from podstatus.statusutil import validate_status
+    from podstatus.types import ContainerStatus
+
+    good = ContainerStatus(name="a", ready=True)
+    known = PodStatus(container_statuses=(good,), conditions=(PodCondition(type="Ready", status="True"),))
+    validate_status(known)
+    # A new element next to a known one is checked...
+    with pytest.raises(InvalidObjectError) as info:
+        validate_status(
+            known.replace(container_statuses=(good, ContainerStatus(name="b", ready="yes"))), known
+        )  # type: ignore[arg-type]
+    assert info.value.path == "status.containerStatuses[1].ready"
+    # ...and so is a known element repeated under its own name.
+    with pytest.raises(InvalidObjectError, match="Duplicate"):
+        validate_status(known.replace(container_statuses=(good, good)), known)
+    with pytest.raises(InvalidObjectError) as info:
+        validate_status(
+            known.replace(conditions=(*known.conditions, PodCondition(type="X", status="Maybe"))), known
+        )
+    assert info.value.path == "status.conditions[1].status"

@@ -201,6 +201,8 @@ class Manager:
         # Pods that may have a version newer than the server's: a non-full pass looks at these only,
         # so its cost follows the number of changes, not the number of pods.
         self._dirty: dict[str, None] = {}  # an ordered set: passes sync in order of change
+        # (not_before, uid) of pods waiting out a back-off.
+        self._backoff_heap: list[tuple[float, str]] = []
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -431,13 +433,15 @@ class Manager:
         entry = self._statuses.get(uid)
         if entry is not None and not force and status is entry.status:
             return False  # the very object we hold: nothing can differ
-        validate_status(status)
+        # Parts shared with the cached status (built with replace) were checked and normalised then.
+        known = entry.status if entry is not None else None
+        validate_status(status, known)
         if entry is not None:
             old = entry.status
         else:
             mirror = self._pods.get_mirror_pod_by_pod(pod) if is_static_pod(pod) else None
             old = mirror.status if mirror is not None else pod.status
-        status = normalize_status(pod.spec, status)
+        status = normalize_status(pod.spec, status, known)
 
         problem = check_container_state_transition(old, status, pod.spec)
         if problem is not None:
@@ -519,14 +523,24 @@ class Manager:
                 log.exception("Status sync pass failed; the loop goes on")
 
     def _next_backoff_wait(self) -> float:
+        """Seconds until the earliest backed-off pod may be tried again (a heap, lazily cleaned)."""
+        due = False
         with self._lock:
             now = time.monotonic()
-            waits = [
-                s.not_before - now
-                for uid, s in self._sync_state.items()
-                if s.not_before > now and uid in self._statuses
-            ]
-        return max(0.01, min(waits)) if waits else 3600.0
+            heap = self._backoff_heap
+            while heap:
+                when, uid = heap[0]
+                state = self._sync_state.get(uid)
+                if state is None or state.not_before != when or uid not in self._statuses:
+                    heapq.heappop(heap)  # stale: the pod synced, was dropped, or failed again later
+                    continue
+                if when <= now:
+                    heapq.heappop(heap)
+                    self._dirty[uid] = None  # its wait is over: the next pass tries it
+                    due = True
+                    continue
+                return 0.0 if due else max(0.01, when - now)
+        return 0.0 if due else 3600.0
 
     def sync_batch(self, all: bool = False) -> int:
         """One synchronous sync pass; returns how many pods it tried to sync."""
@@ -723,6 +737,7 @@ class Manager:
                     state.failures += 1
                     delay = min(self._opts.backoff_max, self._opts.backoff_base * (2 ** (state.failures - 1)))
                     state.not_before = time.monotonic() + delay
+                    heapq.heappush(self._backoff_heap, (state.not_before, uid))
 
     def _sync_pod(self, uid: str, status_uid: str, reconcile: bool) -> bool:
         """Sync one pod; True when the server is known to hold the cached version (or nothing is owed)."""

@@ -105,6 +105,9 @@ class BasicPodManager:
         self._mirror_by_name: dict[tuple[str, str], Pod] = {}
         # Mirror pod UID -> static pod UID, for static pods that have a mirror pod.
         self._translation: dict[str, str] = {}
+        # UIDs of the static pods: the sync loop asks for the translations on every pass,
+        # so they must cost O(static pods), not O(pods).
+        self._static: set[str] = set()
         if pods:
             self.set_pods(pods)
 
@@ -118,6 +121,7 @@ class BasicPodManager:
             self._mirrors.clear()
             self._mirror_by_name.clear()
             self._translation.clear()
+            self._static.clear()
             for pod in pods:
                 self._add(pod)
 
@@ -146,6 +150,7 @@ class BasicPodManager:
                     log.debug("removing unknown mirror pod %s (uid %s)", pod.key(), uid)
             else:
                 old = self._pods.pop(uid, None)
+                self._static.discard(uid)
                 by_name = self._pod_by_name.get(full_name)
                 if by_name is not None and by_name.uid == uid:
                     del self._pod_by_name[full_name]
@@ -173,6 +178,10 @@ class BasicPodManager:
         else:
             self._pods[uid] = pod
             self._pod_by_name[full_name] = pod
+            if is_static_pod(pod):
+                self._static.add(uid)
+            else:
+                self._static.discard(uid)
             mirror = self._mirror_by_name.get(full_name)
             if mirror is not None:
                 if is_static_pod(pod):
@@ -225,7 +234,7 @@ class BasicPodManager:
         with self._lock:
             # "" tells the caller that the static pod has no mirror pod yet, which is
             # different from "not a static pod" (absent).
-            pod_to_mirror = {uid: "" for uid, pod in self._pods.items() if is_static_pod(pod)}
+            pod_to_mirror = dict.fromkeys(self._static, "")
             mirror_to_pod: dict[str, str] = {}
             for mirror_uid, pod_uid in self._translation.items():
                 mirror_to_pod[mirror_uid] = pod_uid

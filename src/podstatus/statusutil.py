@@ -112,8 +112,8 @@ def _check_state(state: Any, path: str) -> None:
         _check_time(term.finished_at, f"{path}.terminated.finishedAt")
 
 
-def _check_container_statuses(statuses: Any, field: str) -> None:
-    if statuses is None:
+def _check_container_statuses(statuses: Any, field: str, known: Sequence[ContainerStatus] | None) -> None:
+    if statuses is None or statuses is known:
         return
     if not isinstance(statuses, tuple | list):
         raise _bad(field, f"expected a list, got {type(statuses).__name__}")
@@ -127,6 +127,8 @@ def _check_container_statuses(statuses: Any, field: str) -> None:
         if cs.name in names:
             raise _bad(f"{path}.name", f'Duplicate value: "{cs.name}"')
         names.add(cs.name)
+        if known is not None and i < len(known) and cs is known[i]:
+            continue  # the very object already accepted: checked then
         if type(cs.ready) is not bool:
             raise _bad(f"{path}.ready", f"expected bool, got {type(cs.ready).__name__}")
         if type(cs.restart_count) is not int or not 0 <= cs.restart_count <= _INT32_MAX:
@@ -138,14 +140,17 @@ def _check_container_statuses(statuses: Any, field: str) -> None:
         _check_state(cs.last_state, f"{path}.lastState")
 
 
-def validate_status(status: Any) -> None:
+def validate_status(status: Any, known: PodStatus | None = None) -> None:
     """Refuse a status the API server would refuse (wrong types, bad enum values, duplicates).
 
     The wire types do not validate on construction (that is what keeps them
-    cheap), so the setters call this before anything is cached.
+    cheap), so the setters call this before anything is cached. ``known`` is a
+    status accepted before (the cached one): parts of ``status`` that are the
+    very same objects (a status built with ``replace`` shares them) are not
+    checked again.
     """
     try:
-        _validate_status(status)
+        _validate_status(status, known)
     except InvalidObjectError:
         raise
     except (TypeError, AttributeError, ValueError) as err:
@@ -153,9 +158,11 @@ def validate_status(status: Any) -> None:
         raise InvalidObjectError(f"invalid PodStatus: {type(err).__name__}: {err}", path="status") from None
 
 
-def _validate_status(status: Any) -> None:
+def _validate_status(status: Any, known: PodStatus | None) -> None:
     if not isinstance(status, PodStatus):
         raise InvalidObjectError(f"expected a PodStatus, got {type(status).__name__}", path="status")
+    if status is known:
+        return
     _check_opt(status.phase, str, "status.phase")
     _check_opt(status.message, str, "status.message")
     _check_opt(status.reason, str, "status.reason")
@@ -163,10 +170,13 @@ def _validate_status(status: Any) -> None:
     _check_opt(status.host_ip, str, "status.hostIP")
     _check_time(status.start_time, "status.startTime")
     conditions = status.conditions
-    if conditions is not None:
+    known_conditions = known.conditions if known is not None else None
+    if conditions is not None and conditions is not known_conditions:
         if not isinstance(conditions, tuple | list):
             raise _bad("status.conditions", f"expected a list, got {type(conditions).__name__}")
         for i, c in enumerate(conditions):
+            if known_conditions is not None and i < len(known_conditions) and c is known_conditions[i]:
+                continue
             path = f"status.conditions[{i}]"
             if not isinstance(c, PodCondition):
                 raise _bad(path, f"expected PodCondition, got {type(c).__name__}")
@@ -189,9 +199,19 @@ def _validate_status(status: Any) -> None:
             for i, ip in enumerate(ips):
                 if not isinstance(ip, cls) or not isinstance(ip.ip, str):
                     raise _bad(f"status.{attr}[{i}]", f"expected {cls.__name__} with an ip")
-    _check_container_statuses(status.container_statuses, "status.containerStatuses")
-    _check_container_statuses(status.init_container_statuses, "status.initContainerStatuses")
-    _check_container_statuses(status.ephemeral_container_statuses, "status.ephemeralContainerStatuses")
+    _check_container_statuses(
+        status.container_statuses, "status.containerStatuses", known.container_statuses if known else None
+    )
+    _check_container_statuses(
+        status.init_container_statuses,
+        "status.initContainerStatuses",
+        known.init_container_statuses if known else None,
+    )
+    _check_container_statuses(
+        status.ephemeral_container_statuses,
+        "status.ephemeralContainerStatuses",
+        known.ephemeral_container_statuses if known else None,
+    )
 
 
 # --- normalisation ------------------------------------------------------------------
@@ -239,13 +259,18 @@ def _norm_state(state: ContainerState | None, max_message: int) -> ContainerStat
 
 
 def _norm_container_statuses(
-    statuses: Sequence[ContainerStatus] | None, max_message: int
+    statuses: Sequence[ContainerStatus] | None, max_message: int, known: Sequence[ContainerStatus] | None
 ) -> tuple[ContainerStatus, ...] | None:
     if statuses is None:
         return None
+    if statuses is known:
+        return statuses  # type: ignore[return-value]
     out: list[ContainerStatus] = []
     changed = type(statuses) is not tuple
-    for cs in statuses:
+    for i, cs in enumerate(statuses):
+        if known is not None and i < len(known) and cs is known[i]:
+            out.append(cs)  # normal already
+            continue
         state = _norm_state(cs.state, max_message)
         last = _norm_state(cs.last_state, max_message)
         if state is not cs.state or last is not cs.last_state:
@@ -278,12 +303,16 @@ def container_count(spec: PodSpec) -> int:
     return len(spec.containers or ()) + len(spec.init_containers or ()) + len(spec.ephemeral_containers or ())
 
 
-def normalize_status(spec: PodSpec, status: PodStatus) -> PodStatus:
+def normalize_status(spec: PodSpec, status: PodStatus, known: PodStatus | None = None) -> PodStatus:
     """SPEC 4.2 step 6: whole-second timestamps, bounded messages, sorted container statuses.
 
     Also makes every list a tuple and every timestamp UTC, so a status built by
-    hand compares equal to the same status decoded from the wire.
+    hand compares equal to the same status decoded from the wire. ``known`` is
+    a status normalised before for the same spec: parts that are the very same
+    objects are taken as they are.
     """
+    if status is known:
+        return status
     per_status = MAX_POD_TERMINATION_MESSAGE_LOG_LENGTH
     n = container_count(spec)
     if n > 0:
@@ -293,10 +322,14 @@ def normalize_status(spec: PodSpec, status: PodStatus) -> PodStatus:
     if start is not status.start_time:
         changes["start_time"] = start
     conditions = status.conditions
-    if conditions is not None:
+    known_conditions = known.conditions if known is not None else None
+    if conditions is not None and conditions is not known_conditions:
         new_conditions = []
         changed = type(conditions) is not tuple
-        for c in conditions:
+        for i, c in enumerate(conditions):
+            if known_conditions is not None and i < len(known_conditions) and c is known_conditions[i]:
+                new_conditions.append(c)
+                continue
             probe = normalize_time(c.last_probe_time)
             trans = normalize_time(c.last_transition_time)
             if probe is not c.last_probe_time or trans is not c.last_transition_time:
@@ -305,17 +338,23 @@ def normalize_status(spec: PodSpec, status: PodStatus) -> PodStatus:
             new_conditions.append(c)
         if changed:
             changes["conditions"] = tuple(new_conditions)
-    regular = _norm_container_statuses(status.container_statuses, per_status)
-    if regular is not None:
+    known_regular = known.container_statuses if known is not None else None
+    regular = _norm_container_statuses(status.container_statuses, per_status, known_regular)
+    if regular is not None and regular is not known_regular:
         regular = _sorted_by_name(regular)
     if regular is not status.container_statuses:
         changes["container_statuses"] = regular
-    init = _norm_container_statuses(status.init_container_statuses, per_status)
-    if init is not None:
+    known_init = known.init_container_statuses if known is not None else None
+    init = _norm_container_statuses(status.init_container_statuses, per_status, known_init)
+    if init is not None and init is not known_init:
         init = _sorted_by_spec(init, spec.init_containers)
     if init is not status.init_container_statuses:
         changes["init_container_statuses"] = init
-    ephemeral = _norm_container_statuses(status.ephemeral_container_statuses, per_status)
+    ephemeral = _norm_container_statuses(
+        status.ephemeral_container_statuses,
+        per_status,
+        known.ephemeral_container_statuses if known is not None else None,
+    )
     if ephemeral is not status.ephemeral_container_statuses:
         changes["ephemeral_container_statuses"] = ephemeral
     for attr in ("pod_ips", "host_ips"):

@@ -1,14 +1,20 @@
 """The same requests against the real kube-apiserver and the embedded server, answers compared.
 
-Each test is parametrized over ``server`` = ``"real"`` and ``"embedded"``. It runs its
-scenario (a few raw HTTP requests) against that server and against the real one, and
-asserts that both give the same answer: status code, the ``Status`` object of an error
-(reason, message, details) or the relevant part of the object returned. Names, UIDs,
-resourceVersions, timestamps and managedFields are normalised away first. The real
-server is right: a failure of the ``[embedded]`` variant is a difference the embedded
-server has to fix (docs/design.md, "The embedded server and the real one"). The
-``[real]`` variant checks the facts each test documents about the real server
-(kube-apiserver v1.37.2), so a Kubernetes update that changes them shows up here.
+Each test is parametrized over ``server`` = ``"real"``, ``"embedded"`` (the embedded
+server as podstatus ships it) and ``"embedded-kube-like"`` (the embedded server with
+``strict_status=False, reap_terminating=False``). It runs its scenario (a few raw HTTP
+requests) against that server and against the real one, and asserts that both give the
+same answer: status code, the ``Status`` object of an error (reason, message, details)
+or the relevant part of the object returned. Names, UIDs, resourceVersions, timestamps
+and managedFields are normalised away first. The real server is right: a failure of an
+``[embedded*]`` variant is a difference the embedded server has to fix (docs/design.md,
+"The embedded server and the real one"). Three differences are deliberate defaults of
+the embedded server (a terminal phase never moves back, condition statuses are
+validated, terminating pods are reaped when their grace runs out): there the
+``[embedded]`` variant asserts the documented answer and ``[embedded-kube-like]`` must
+agree with the real server. The ``[real]`` variant checks the facts each test documents
+about the real server (kube-apiserver v1.37.2), so a Kubernetes update that changes them
+shows up here.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import difflib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -36,6 +42,32 @@ from apisuite_kit import (
 pytestmark = pytest.mark.apiserver
 
 ZERO_UID = "00000000-0000-0000-0000-000000000000"
+KUBE_LIKE = "embedded-kube-like"
+
+
+@pytest.fixture(scope="module")
+def kube_like_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The embedded server configured as kube-apiserver with no kubelet (no podstatus extras)."""
+    from podstatus.server.http import EmbeddedApiServer
+
+    srv = EmbeddedApiServer("127.0.0.1", 0, strict_status=False, reap_terminating=False)
+    srv.start()
+    try:
+        path = srv.write_kubeconfig(tmp_path_factory.mktemp("embedded-kube-like") / "kubeconfig")
+        raw = RawApi.from_kubeconfig(path)
+        raw.ensure_node(NODE)
+        yield Server(KUBE_LIKE, str(path), raw)
+        raw.close()
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(params=["real", "embedded", KUBE_LIKE])
+def server(request: pytest.FixtureRequest) -> Server:
+    """Each comparison test runs against the real server and both configurations of the embedded one."""
+    fixture = {"real": "real_server", "embedded": "embedded_server", KUBE_LIKE: "kube_like_server"}
+    srv: Server = request.getfixturevalue(fixture[request.param])
+    return srv
 
 
 class Ctx:
@@ -133,6 +165,27 @@ def same_as_real(
         )
         pytest.fail(f"the embedded server differs from kube-apiserver in {key}:\n{diff}", pytrace=False)
     return got
+
+
+def invalid_status(name: str, *causes: tuple[str, str, str]) -> dict[str, Any]:
+    """What ``Ctx.error`` gives for a 422 Invalid with ``causes`` = (field, reason, message)."""
+    text = [f"{f}: {m}" for f, _, m in causes]
+    joined = text[0] if len(text) == 1 else "[" + ", ".join(text) + "]"
+    return {
+        "code": 422,
+        "body": {
+            "kind": "Status",
+            "status": "Failure",
+            "reason": "Invalid",
+            "code": 422,
+            "message": f'Pod "{name}" is invalid: {joined}',
+            "details": {
+                "name": name,
+                "kind": "Pod",
+                "causes": [{"field": f, "reason": r, "message": m} for f, r, m in causes],
+            },
+        },
+    }
 
 
 def status_patch(
@@ -247,6 +300,16 @@ def test_terminal_phase_moving_back(
             out.append(ctx.error(status_patch(ctx, name, {"status": {"phase": back}})))
         return out
 
+    if server.kind == "embedded":
+        # Deliberate (strict_status=True, the default): SPEC section 5 asks the embedded server
+        # to refuse this, to catch node agent bugs early.
+        forbidden = (
+            "status.phase",
+            "FieldValueForbidden",
+            "Forbidden: cannot transition from a terminal phase",
+        )
+        assert scenario(Ctx(server.raw)) == [invalid_status(f"<name{i}>", forbidden) for i in (0, 1)]
+        return
     got = same_as_real(server, real_server, request, scenario)
     assert [g["code"] for g in got] == [200, 200]
     assert got[0]["status"]["phase"] == "Running"
@@ -258,13 +321,25 @@ def test_invalid_condition_status(
     """The real server does not validate a condition's status value ("Maybe" is stored)."""
 
     def scenario(ctx: Ctx) -> Any:
-        name, _ = ctx.pod()
-        return ctx.error(
-            status_patch(ctx, name, {"status": {"conditions": [{"type": "Ready", "status": "Maybe"}]}})
-        )
+        out = []
+        for cond in ({"type": "Ready", "status": "Maybe"}, {"type": "Ready"}):
+            name, _ = ctx.pod()
+            out.append(ctx.error(status_patch(ctx, name, {"status": {"conditions": [cond]}})))
+        return out
 
+    if server.kind == "embedded":
+        # Deliberate (strict_status=True, the default): only True, False and Unknown.
+        supported = 'supported values: "False", "True", "Unknown"'
+        assert scenario(Ctx(server.raw)) == [
+            invalid_status(f"<name{i}>", ("status.conditions[0].status", "FieldValueNotSupported",
+                                          f"Unsupported value: {value}: {supported}"))
+            for i, value in ((0, '"Maybe"'), (1, '""'))
+        ]  # fmt: skip
+        return
     got = same_as_real(server, real_server, request, scenario)
-    assert got["code"] == 200
+    assert [g["code"] for g in got] == [200, 200]
+    # A condition without status is stored with an empty one (Go's zero value).
+    assert [g["status"]["conditions"][0]["status"] for g in got] == ["Maybe", ""]
 
 
 def test_invalid_condition_type(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
@@ -342,6 +417,45 @@ def test_pod_ips(server: Server, real_server: Server, request: pytest.FixtureReq
     assert [g["code"] for g in got] == [422, 200, 422, 200]
 
 
+def test_host_ips(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """hostIPs[0] must equal hostIP; valid IPs, at most one per family."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        return [
+            ctx.error(status_patch(ctx, name, {"status": {"hostIPs": [{"ip": "10.0.0.300"}]}})),
+            ctx.error(status_patch(ctx, name, {"status": {"hostIP": "10.0.0.4", "hostIPs": [{"ip": "10.0.0.3"}]}})),
+            ctx.error(status_patch(ctx, name, {"status": {
+                "hostIP": "10.0.0.5", "hostIPs": [{"ip": "10.0.0.5"}, {"ip": "10.0.0.6"}]}})),
+            ctx.error(status_patch(ctx, name, {"status": {
+                "hostIP": "10.0.0.5", "hostIPs": [{"ip": "10.0.0.5"}, {"ip": "fd00::5"}]}})),
+            ctx.error(status_patch(ctx, name, {"status": {"hostIP": "10.0.0.300"}})),
+        ]  # fmt: skip
+
+    got = same_as_real(server, real_server, request, scenario)
+    # The last: hostIP is not validated itself, but hostIPs[0] (stored) must now equal it.
+    assert [g["code"] for g in got] == [422, 422, 422, 200, 422]
+
+
+def test_pod_ip_and_pod_ips_are_kept_in_step(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """podIP is podIPs[0]; when both are sent and differ, podIP wins (the v1 conversion)."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        return [
+            ctx.error(status_patch(ctx, name, {"status": {"podIPs": [{"ip": "10.1.0.5"}]}})),
+            ctx.error(status_patch(ctx, name, {"status": {"podIP": "10.1.0.7", "podIPs": [{"ip": "10.1.0.5"}]}})),
+            ctx.error(status_patch(ctx, name, {"status": {"podIP": "10.1.0.300"}})),
+            ctx.error(status_patch(ctx, name, {"status": {"podIP": "10.1.0.8", "podIPs": None}})),
+        ]  # fmt: skip
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [g["code"] for g in got] == [200, 200, 422, 200]
+    assert got[1]["status"]["podIPs"] == [{"ip": "10.1.0.7"}]
+
+
 def test_qos_class_is_kept_and_immutable(
     server: Server, real_server: Server, request: pytest.FixtureRequest
 ) -> None:
@@ -378,6 +492,67 @@ def test_metadata_through_the_status_subresource(
     got = same_as_real(server, real_server, request, scenario)
     assert got[0]["labels"] == {"x": "y"}
     assert got[1:] == [200, None]
+
+
+def test_more_metadata_through_the_status_subresource(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """finalizers and generateName are applied too; ownerReferences, creationTimestamp,
+    generation and deletionTimestamp are not; deletionGracePeriodSeconds is immutable;
+    label and annotation keys are validated."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        owner = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "name": NODE,
+            "uid": "11111111-1111-1111-1111-111111111111",
+        }
+        ans = status_patch(ctx, name, {"metadata": {
+            "finalizers": ["example.com/f"], "ownerReferences": [owner], "generateName": "zz-",
+            "creationTimestamp": "2020-01-01T00:00:00Z", "generation": 7,
+            "deletionTimestamp": "2030-01-01T00:00:00Z"}, "status": {"message": "q"}})  # fmt: skip
+        meta = ans.body["metadata"]
+        kept = {k: meta.get(k) for k in ("finalizers", "ownerReferences", "generateName", "generation")}
+        kept["creationTimestamp"] = meta["creationTimestamp"] != "2020-01-01T00:00:00Z"
+        kept["deletionTimestamp"] = meta.get("deletionTimestamp")
+        return [
+            ans.code,
+            kept,
+            ctx.error(status_patch(ctx, name, {"metadata": {"deletionGracePeriodSeconds": 5}, "status": {}})),
+            ctx.error(status_patch(ctx, name, {"metadata": {
+                "labels": {"ok": "bad value!", "a/b/c": "x"}, "annotations": {"Bad Key": "x"}}, "status": {}})),
+            ctx.pod_summary(ctx.raw.delete_pod(name, {"gracePeriodSeconds": 0})),  # the finalizer keeps it
+            ctx.error(status_patch(ctx, name, {"metadata": {"finalizers": ["example.com/f", "example.com/g"]},
+                                               "status": {}})),
+            ctx.pod_summary(status_patch(ctx, name, {"metadata": {"finalizers": None}, "status": {}})),
+            ctx.raw.get_pod(name).code,
+        ]  # fmt: skip
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0] == 200
+    assert got[1] == {"finalizers": ["example.com/f"], "ownerReferences": None, "generateName": "zz-",
+                      "generation": 1, "creationTimestamp": True, "deletionTimestamp": None}  # fmt: skip
+    assert [got[2]["code"], got[3]["code"], got[5]["code"], got[-1]] == [422, 422, 422, 404]
+
+
+def test_qualified_names(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """The messages of the qualified-name check (condition types), case by case."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        out = []
+        for kind in ("a/b/c", "/x", "Example.com/x", "x" * 64, "example.com/", "-x", "ContainersReady",
+                     "a" * 254 + "/x", "example.com/" + "y" * 63):  # fmt: skip
+            ans = status_patch(ctx, name, {"status": {"conditions": [{"type": kind, "status": "True"}]}})
+            out.append(ctx.error(ans))
+            if ans.code == 200:
+                status_patch(ctx, name, {"status": {"conditions": [{"type": kind, "$patch": "delete"}]}})
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [g["code"] for g in got] == [422, 422, 422, 422, 422, 422, 200, 422, 200]
 
 
 # -- preconditions ------------------------------------------------------------------------
@@ -432,6 +607,40 @@ def test_delete_with_wrong_uid_precondition(
     got = same_as_real(server, real_server, request, scenario)
     assert got[0]["code"] == 409 and got[0]["body"]["reason"] == "Conflict"
     assert got[1] == 200
+
+
+def test_delete_with_wrong_resource_version_precondition(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        rv = ctx.raw.get_pod(name).body["metadata"]["resourceVersion"]
+        ctx.secrets[rv] = "<rv>"
+        ans = ctx.raw.delete_pod(name, {"gracePeriodSeconds": 0, "preconditions": {"resourceVersion": "1"}})
+        return ctx.error(ans)
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["code"] == 409
+    assert got["body"]["message"] == (
+        'Operation cannot be fulfilled on Pod "<name0>": the ResourceVersion in the precondition (1) does '
+        "not match the ResourceVersion in record (<rv>). The object might have been modified"
+    )
+
+
+def test_put_with_wrong_uid(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """Unlike a patch, the UID in a PUT body is a storage precondition: 409 Conflict."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        out = []
+        for sub in ("status", ""):
+            body = ctx.raw.get_pod(name).body
+            body["metadata"]["uid"] = ZERO_UID
+            out.append(ctx.error(ctx.raw.request("PUT", ctx.raw.pods_path(name, sub), body)))
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [g["code"] for g in got] == [409, 409]
 
 
 # -- errors of plain requests -------------------------------------------------------------
@@ -501,6 +710,21 @@ def test_unsupported_media_type(server: Server, real_server: Server, request: py
     assert got == {"code": 415, "reason": "UnsupportedMediaType"}
 
 
+def test_unsupported_media_type_messages(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        return [
+            ctx.error(status_patch(ctx, name, {"status": {"phase": "Running"}}, JSON)),
+            ctx.error(status_patch(ctx, name, {"status": {"phase": "Running"}}, "text/plain")),
+            ctx.error(ctx.raw.request("POST", ctx.raw.pods_path(), pod_manifest(unique()), content_type="text/plain")),
+        ]  # fmt: skip
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0]["body"]["message"] == "415: Unsupported Media Type"
+
+
 # -- deletion -------------------------------------------------------------------------------
 
 
@@ -562,8 +786,36 @@ def test_terminating_pod_stays_after_its_grace_period(
         time.sleep(3.0)
         return ctx.pod_summary(ctx.raw.get_pod(name))
 
+    if server.kind == "embedded":
+        # Deliberate (reap_terminating=True, the default): the embedded server stands in for
+        # the kubelet that would finish the deletion, so the pod is gone.
+        got = scenario(Ctx(server.raw))
+        assert got["code"] == 404 and got["body"]["message"] == 'pods "<name0>" not found'
+        return
     got = same_as_real(server, real_server, request, scenario)
     assert got["code"] == 200 and got["deletionTimestamp"] is True
+
+
+def test_watch_of_an_immediate_deletion(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """A pod deleted at once is first written with deletionTimestamp and grace 0, then removed."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        rv = ctx.raw.get_pod(name).body["metadata"]["resourceVersion"]
+        ctx.raw.delete_pod(name, {"gracePeriodSeconds": 0})
+        query = f"watch=1&resourceVersion={rv}&fieldSelector=metadata.name%3D{name}&timeoutSeconds=1"
+        ans = ctx.raw.request("GET", ctx.raw.pods_path(), query=query)
+        events = [json.loads(line) for line in ans.raw.splitlines() if line.strip()]
+        return [
+            (e["type"], (m := e["object"]["metadata"]).get("deletionTimestamp") is not None,
+             m.get("deletionGracePeriodSeconds"), m.get("generation"))
+            for e in events
+        ]  # fmt: skip
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got == [("MODIFIED", True, 0, 2), ("DELETED", True, 0, 2)]
 
 
 # -- lists ----------------------------------------------------------------------------------

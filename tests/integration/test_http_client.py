@@ -12,7 +12,7 @@ import pytest
 
 from podstatus.clients.base import VersionedKubeClient
 from podstatus.clients.http import HttpKubeClient
-from podstatus.errors import ConflictError, NotFoundError
+from podstatus.errors import ConflictError, NotFoundError, UnprocessableEntityError
 from podstatus.types import Pod
 
 server_module = pytest.importorskip("podstatus.server")
@@ -101,7 +101,8 @@ def test_resource_version_precondition(client: HttpKubeClient) -> None:
 
 def test_uid_precondition_in_patch(client: HttpKubeClient) -> None:
     pod = new_pod(client)
-    with pytest.raises(ConflictError):
+    # As kube-apiserver: metadata.uid is immutable, so a patch naming another UID is refused (422).
+    with pytest.raises(UnprocessableEntityError):
         client.patch_pod_status(NS, pod.name, status_patch("another-uid", phase="Running"))
 
 

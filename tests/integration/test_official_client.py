@@ -79,7 +79,7 @@ def test_delete_with_preconditions(api: client.CoreV1Api) -> None:
     )
     with pytest.raises(ApiException) as info:
         api.delete_namespaced_pod("d", "deleting", body=wrong)
-    assert info.value.status == 409 and "Precondition failed: UID in precondition" in info.value.body
+    assert info.value.status == 409 and "the UID in the precondition (not-the-uid)" in info.value.body
     api.delete_namespaced_pod("d", "deleting", grace_period_seconds=20)
     terminating = api.read_namespaced_pod("d", "deleting")
     assert terminating.metadata.deletion_timestamp is not None

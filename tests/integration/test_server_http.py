@@ -63,7 +63,7 @@ def test_lifecycle_and_errors(server: EmbeddedApiServer, http: urllib3.PoolManag
     code, body = req(http, server, "POST", base + "/p")
     assert code == 405 and body["reason"] == "MethodNotAllowed"
     code, body = req(http, server, "DELETE", base + "/p", {"preconditions": {"resourceVersion": "1"}})
-    assert code == 409 and "Precondition failed: ResourceVersion" in body["message"]
+    assert code == 409 and "the ResourceVersion in the precondition (1) does not match" in body["message"]
     code, body = req(http, server, "DELETE", base + "/p", {"preconditions": {"uid": pod["metadata"]["uid"]}})
     assert code == 200  # phase Succeeded: deleted at once
     assert req(http, server, "GET", base + "/p")[0] == 404

@@ -93,7 +93,8 @@ def test_crud_codes(api: ApiHandler) -> None:
     assert call(api, "GET", "/api/v1/namespaces/default/pods/p/log")[0] == 404
     code, body, _ = call(api, "DELETE", "/api/v1/namespaces/default/pods/p",
                          {"preconditions": {"uid": "zzz"}, "gracePeriodSeconds": 0})  # fmt: skip
-    assert code == 409 and "Precondition failed: UID in precondition: zzz" in body["message"]
+    assert code == 409 and "the UID in the precondition (zzz) does not match" in body["message"]
+    assert body["details"]["kind"] == "Pod"
     code, body, _ = call(api, "DELETE", "/api/v1/namespaces/default/pods/p?gracePeriodSeconds=5")
     assert code == 200 and body["metadata"]["deletionGracePeriodSeconds"] == 5
     code, body, _ = call(api, "DELETE", "/api/v1/namespaces/default/pods/p", {"gracePeriodSeconds": 0})

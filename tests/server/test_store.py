@@ -186,10 +186,11 @@ def test_status_patches(store: Store) -> None:
     s2 = store.patch("pods", "default", "p", msgspec.json.encode(patch), subresource="status")
     assert s2.obj["status"]["phase"] == "Running"
     assert s2.obj["status"]["qosClass"] == "BestEffort"
-    # status writes change only the status
-    s3 = store.patch("pods", "default", "p", {"metadata": {"labels": {"z": "1"}}, "status": {"message": "m"}},
-                     "merge", subresource="status")  # fmt: skip
-    assert "z" not in s3.obj["metadata"]["labels"] and s3.obj["status"]["message"] == "m"
+    # status writes change the status, labels and annotations (as kube-apiserver), not the spec
+    s3 = store.patch("pods", "default", "p", {"metadata": {"labels": {"z": "1"}}, "spec": {"activeDeadlineSeconds": 5},
+                     "status": {"message": "m"}}, "merge", subresource="status")  # fmt: skip
+    assert s3.obj["metadata"]["labels"]["z"] == "1" and s3.obj["status"]["message"] == "m"
+    assert "activeDeadlineSeconds" not in s3.obj["spec"]
     s4 = store.patch("pods", "default", "p", [{"op": "add", "path": "/status/reason", "value": "R"}], "json",
                      subresource="status")  # fmt: skip
     assert s4.obj["status"]["reason"] == "R" and s4.pod is not None and s4.pod.status.reason == "R"
@@ -201,13 +202,20 @@ def test_status_patches(store: Store) -> None:
 
 def test_patch_preconditions(store: Store) -> None:
     s = store.create("pods", "default", pod())
-    with pytest.raises(ConflictError) as info:
+    # A patch's metadata.uid is an immutable field (422); a PUT's is a storage precondition (409).
+    with pytest.raises(UnprocessableEntityError) as info:
         store.patch(
             "pods", "default", "p", {"metadata": {"uid": "other"}, "status": {}}, subresource="status"
         )
-    assert info.value.message == (
-        f'Operation cannot be fulfilled on pods "p": Precondition failed: UID in precondition: other, '
-        f"UID in object meta: {s.uid}"
+    assert (
+        info.value.message == 'Pod "p" is invalid: metadata.uid: Invalid value: "other": field is immutable'
+    )
+    with pytest.raises(ConflictError) as conflict:
+        store.update("pods", "default", "p", {**s.obj, "metadata": {**s.obj["metadata"], "uid": "other"}})
+    assert conflict.value.message == (
+        'Operation cannot be fulfilled on pods "p": StorageError: invalid object, Code: 4, '
+        "Key: /registry/pods/default/p, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: "
+        f"UID in precondition: other, UID in object meta: {s.uid}"
     )
     store.patch("pods", "default", "p", {"metadata": {"labels": {"a": "b"}}})
     with pytest.raises(ConflictError) as info:
@@ -264,7 +272,11 @@ def test_status_validation(store: Store) -> None:
 def test_delete_unbound_pod_goes_at_once(store: Store) -> None:
     s = store.create("pods", "default", pod(node=None))
     last, gone = store.delete("pods", "default", "p")
-    assert gone and last.uid == s.uid and last.rv == 2
+    # Written with deletionTimestamp and grace 0 (rv 2), then removed (rv 3): the answer is that version.
+    assert gone and last.uid == s.uid and last.rv == 3
+    assert (
+        last.obj["metadata"]["deletionGracePeriodSeconds"] == 0 and last.obj["metadata"]["deletionTimestamp"]
+    )
     with pytest.raises(NotFoundError):
         store.get("pods", "default", "p")
 
@@ -292,12 +304,19 @@ def test_graceful_delete_then_grace_zero(store: Store) -> None:
 
 def test_delete_preconditions(store: Store) -> None:
     s = store.create("pods", "default", pod())
-    with pytest.raises(
-        ConflictError, match="Precondition failed: UID in precondition: x, UID in object meta"
-    ):
+    with pytest.raises(ConflictError) as info:
         store.delete("pods", "default", "p", grace_period_seconds=0, uid="x")
-    with pytest.raises(ConflictError, match="Precondition failed: ResourceVersion in precondition: 99"):
+    assert info.value.message == (
+        f'Operation cannot be fulfilled on Pod "p": the UID in the precondition (x) does not match the UID '
+        f"in record ({s.uid}). The object might have been deleted and then recreated"
+    )
+    assert info.value.status is not None and info.value.status["details"] == {"name": "p", "kind": "Pod"}
+    with pytest.raises(ConflictError) as info:
         store.delete("pods", "default", "p", grace_period_seconds=0, resource_version="99")
+    assert info.value.message == (
+        'Operation cannot be fulfilled on Pod "p": the ResourceVersion in the precondition (99) does not '
+        "match the ResourceVersion in record (1). The object might have been modified"
+    )
     _, gone = store.delete("pods", "default", "p", grace_period_seconds=0, uid=s.uid, resource_version="1")
     assert gone
 
@@ -339,7 +358,8 @@ def test_watch_initial_then_changes(store: Store) -> None:
     seen = []
     while (e := w.next(0.05)) is not None:
         seen.append((e.type, e.stored.name, e.rv))
-    assert seen == [("ADDED", "b", 2), ("MODIFIED", "b", 4), ("DELETED", "b", 5)]
+    # A delete with grace 0 writes deletionTimestamp first (MODIFIED), then removes the pod.
+    assert seen == [("ADDED", "b", 2), ("MODIFIED", "b", 4), ("MODIFIED", "b", 5), ("DELETED", "b", 6)]
     w.close()
     assert w.next(0) is None
 

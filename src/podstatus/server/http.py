@@ -250,9 +250,10 @@ class ApiHandler:
     def _json_body(req: Request) -> bytes:
         ctype = req.header("content-type").split(";")[0].strip().lower()
         if ctype not in ("", _JSON, "*/*"):
+            # kube-apiserver's words (it also reads YAML and protobuf; this server reads JSON only).
             message = (
-                f"the body of the request was in an unknown format - accepted media types include: {_JSON}"
-                f" (got {ctype!r})"
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json, application/yaml, application/vnd.kubernetes.protobuf"
             )
             raise ApiError(message, code=415, reason="UnsupportedMediaType",
                            status=status_body(415, "UnsupportedMediaType", message))  # fmt: skip
@@ -621,6 +622,12 @@ class EmbeddedApiServer:
     ``server.url`` is the base URL, ``server.store`` the :class:`Store`,
     ``server.counter`` counts requests by verb. Every request goes through
     ``server.dispatch`` (a ``Request -> Response`` callable that can be wrapped).
+
+    ``strict_status`` and ``reap_terminating`` configure the :class:`Store` the
+    server makes (both default to ``True``: podstatus's stricter status
+    validation, and terminating pods removed when their grace period runs out);
+    ``False`` for both behaves as kube-apiserver v1.37.2 with no kubelet. With
+    a ``store`` given they default to the store's settings and must agree with them.
     """
 
     def __init__(
@@ -632,10 +639,22 @@ class EmbeddedApiServer:
         max_body_bytes: int = MAX_BODY_BYTES,
         reap_interval: float = 1.0,
         bookmark_interval: float = 60.0,
+        strict_status: bool | None = None,
+        reap_terminating: bool | None = None,
     ) -> None:
         self.host = host
         self.port = port
-        self.store = store if store is not None else Store()
+        if store is None:
+            store = Store(
+                strict_status=True if strict_status is None else strict_status,
+                reap_terminating=True if reap_terminating is None else reap_terminating,
+            )
+        elif strict_status not in (None, store.strict_status) or reap_terminating not in (
+            None,
+            store.reap_terminating,
+        ):
+            raise ValueError("strict_status and reap_terminating disagree with the given store's settings")
+        self.store = store
         self.max_body_bytes = max_body_bytes
         self.reap_interval = reap_interval
         self.counter = RequestCounter()

@@ -219,7 +219,7 @@ class FieldSelector:
             field = field.strip()
             getter = getters.get(field)
             if getter is None:
-                raise SelectorError(f'field label not supported: "{field}"')
+                raise SelectorError(f"field label not supported: {field}")
             reqs.append((getter, equal, value.strip()))
         return cls(reqs, text)
 

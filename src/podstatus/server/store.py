@@ -210,6 +210,9 @@ def _go_value(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, list | dict):
+        # Go's field.Error prints composite values as JSON.
+        return json.dumps(value, separators=(",", ":"))
     return str(value)
 
 
@@ -328,11 +331,80 @@ def _default_pod_spec(spec: dict[str, Any]) -> None:
     _default_containers(spec.get("initContainers"))
 
 
+_NOT_READY = "node.kubernetes.io/not-ready"
+_UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def _default_tolerations(spec: dict[str, Any]) -> None:
+    """The DefaultTolerationSeconds admission plugin: tolerate not-ready and unreachable nodes for 300 s."""
+    given = spec.get("tolerations")
+    if given is not None and not isinstance(given, list):
+        return
+    items = given or []
+    not_ready = unreachable = False
+    for t in items:
+        if not isinstance(t, dict) or (t.get("effect") or "") not in ("", "NoExecute"):
+            continue
+        key = t.get("key") or ""
+        not_ready = not_ready or key in ("", _NOT_READY)
+        unreachable = unreachable or key in ("", _UNREACHABLE)
+    if not_ready and unreachable:
+        return
+    added = [
+        {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+        for key, present in ((_NOT_READY, not_ready), (_UNREACHABLE, unreachable))
+        if not present
+    ]
+    spec["tolerations"] = [*items, *added]
+
+
+def _convert_pod_ips(status: dict[str, Any]) -> None:
+    """The v1 <-> internal conversion of ``podIP``/``podIPs``: ``podIP`` wins when both are given
+    and differ, and ``podIP`` is always printed as ``podIPs[0]``."""
+    pod_ip = status.get("podIP")
+    ips = status.get("podIPs")
+    first = ips[0] if isinstance(ips, list) and ips else None
+    first_ip = first.get("ip") if isinstance(first, dict) else None
+    if pod_ip and isinstance(pod_ip, str):
+        no_ips = ips is None or ips == []
+        if no_ips or (first is not None and first_ip != pod_ip):
+            status["podIPs"] = [{"ip": pod_ip}]
+    elif isinstance(first_ip, str) and first_ip:
+        status["podIP"] = first_ip
+
+
+def _default_conditions(status: dict[str, Any]) -> None:
+    """A condition without ``type`` or ``status`` has them empty (Go's zero values), as on the real server."""
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return
+    for i, cond in enumerate(conditions):
+        if isinstance(cond, dict) and ("type" not in cond or "status" not in cond):
+            conditions[i] = {"type": "", "status": "", **cond}
+
+
+def _go_json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
 def _qos_class(spec: dict[str, Any]) -> str:
     requests_seen = False
     guaranteed = True
     for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
         res = c.get("resources") or {} if isinstance(c, dict) else {}
+        if not isinstance(res, dict):
+            # Typed ``Any`` in podstatus.types; the real server's decoder refuses it (400).
+            raise bad_request(
+                'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal '
+                f"{_go_json_type(res)} into Go struct field Container.spec.containers.resources "
+                "of type v1.ResourceRequirements"
+            )
         req = res.get("requests") or {}
         lim = res.get("limits") or {}
         if req or lim:
@@ -375,19 +447,103 @@ def _validate_pod_spec(spec: Any, errors: list[FieldError]) -> None:
             errors.append(FieldError(f"spec.readinessGates[{i}].conditionType", "Required value"))
 
 
+_IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+_IP_FAMILY_MSG = "may specify no more than one IP for each IP family"
+
+
+def _ip_version(value: Any) -> int:
+    """4 or 6 for a valid IP address, 0 otherwise (Go's net.ParseIP: no zones)."""
+    if not isinstance(value, str) or not value or "%" in value:
+        return 0
+    try:
+        return ipaddress.ip_address(value).version
+    except ValueError:
+        return 0
+
+
 def _check_ips(status: dict[str, Any], key: str, errors: list[FieldError]) -> None:
-    seen: set[str] = set()
-    for i, item in enumerate(status.get(key) or ()):
-        ip = item.get("ip") if isinstance(item, dict) else None
-        path = f"status.{key}[{i}].ip"
-        try:
-            ipaddress.ip_address(ip or "")
-        except ValueError:
-            errors.append(FieldError(path, "Invalid value", ip or "", "must be a valid IP address"))
-            continue
-        if ip in seen:
-            errors.append(FieldError(path, "Duplicate value", ip))
-        seen.add(str(ip))
+    """validatePodIPs / validateHostIPs of kube-apiserver v1.37.2."""
+    items = status.get(key)
+    if not items or not isinstance(items, list):
+        return
+    ips = [item.get("ip") if isinstance(item, dict) else None for item in items]
+    if key == "hostIPs" and ips[0] != (status.get("hostIP") or ""):
+        errors.append(
+            FieldError("status.hostIPs[0].ip", "Invalid value", ips[0], "must be equal to `hostIP`")
+        )
+    versions = []
+    for i, ip in enumerate(ips):
+        version = _ip_version(ip)
+        if not version:
+            errors.append(FieldError(f"status.{key}[{i}]", "Invalid value", ip or "", _IP_MSG))
+        versions.append(version)
+    if len(ips) > 1 and (len(ips) > 2 or 4 not in versions or 6 not in versions):
+        listed = [{"IP": ip or ""} for ip in ips]
+        errors.append(FieldError(f"status.{key}", "Invalid value", listed, _IP_FAMILY_MSG))
+
+
+# Kubernetes qualified names (condition types, label and annotation keys).
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    f"alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
+    f"is '{_QUALIFIED_FMT}')"
+)
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """IsQualifiedName of k8s.io/apimachinery (the messages of kube-apiserver v1.37.2)."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix.encode()) > 253:
+                errs.append("prefix part must be no more than 253 bytes")
+            if not _DNS1123_SUBDOMAIN.match(prefix):
+                errs.append("prefix part " + _SUBDOMAIN_MSG)
+    else:
+        return [
+            "a valid label key " + _QUALIFIED_MSG
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]  # fmt: skip
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name.encode()) > 63:
+        errs.append("name part must be no more than 63 bytes")
+    if not _QUALIFIED_NAME.match(name):
+        errs.append("name part " + _QUALIFIED_MSG)
+    return errs
+
+
+def _check_labels(meta: dict[str, Any], errors: list[FieldError]) -> None:
+    """ValidateLabels and the key check of ValidateAnnotations (field ``metadata.labels`` / ``.annotations``)."""
+    labels = meta.get("labels")
+    for key, value in labels.items() if isinstance(labels, dict) else ():
+        for msg in qualified_name_errors(str(key)):
+            errors.append(FieldError("metadata.labels", "Invalid value", key, msg))
+        text = value if isinstance(value, str) else ""
+        if len(text.encode()) > 63:
+            errors.append(
+                FieldError("metadata.labels", "Invalid value", text, "must be no more than 63 bytes")
+            )
+        if not _LABEL_VALUE.match(text):
+            errors.append(FieldError("metadata.labels", "Invalid value", text, _LABEL_VALUE_MSG))
+    annotations = meta.get("annotations")
+    for key in annotations if isinstance(annotations, dict) else ():
+        for msg in qualified_name_errors(str(key).lower()):
+            errors.append(FieldError("metadata.annotations", "Invalid value", key, msg))
 
 
 def _terminated_exit(statuses: Any) -> dict[str, int | None]:
@@ -401,28 +557,46 @@ def _terminated_exit(statuses: Any) -> dict[str, int | None]:
     return out
 
 
-def _validate_pod_status(old: dict[str, Any], new: dict[str, Any], errors: list[FieldError]) -> None:
+_SYSTEM_CONDITIONS = frozenset({"PodScheduled", "Ready", "Initialized"})
+
+
+def _validate_pod_status(
+    old: dict[str, Any], new: dict[str, Any], errors: list[FieldError], *, strict: bool = True
+) -> None:
+    """ValidatePodStatusUpdate of kube-apiserver v1.37.2; ``strict`` adds podstatus's own checks
+    (a terminal phase never moves back, condition statuses are True/False/Unknown)."""
     old_status = old.get("status") or {}
     status = new.get("status") or {}
     if not isinstance(status, dict):
         return
-    old_phase = old_status.get("phase")
-    phase = status.get("phase")
-    if old_phase in _TERMINAL and phase not in _TERMINAL:
-        errors.append(
-            FieldError("status.phase", "Forbidden", detail="cannot transition from a terminal phase")
-        )
-    for i, cond in enumerate(status.get("conditions") or ()):
-        if not isinstance(cond, dict):
+    conditions = status.get("conditions") or ()
+    if strict:
+        if old_status.get("phase") in _TERMINAL and status.get("phase") not in _TERMINAL:
+            errors.append(
+                FieldError("status.phase", "Forbidden", detail="cannot transition from a terminal phase")
+            )
+        for i, cond in enumerate(conditions):
+            value = cond.get("status") if isinstance(cond, dict) else None
+            if value not in _CONDITION_STATUSES:
+                errors.append(_unsupported(f"status.conditions[{i}].status", value, _CONDITION_STATUSES))
+    for i, cond in enumerate(conditions):
+        kind = cond.get("type") if isinstance(cond, dict) else None
+        if kind in _SYSTEM_CONDITIONS:
             continue
-        if not cond.get("type"):
-            errors.append(FieldError(f"status.conditions[{i}].type", "Required value"))
-        value = cond.get("status")
-        if value not in _CONDITION_STATUSES:
-            errors.append(_unsupported(f"status.conditions[{i}].status", value, _CONDITION_STATUSES))
+        kind = kind if isinstance(kind, str) else ""
+        for msg in qualified_name_errors(kind):
+            errors.append(FieldError(f"status.conditions[{i}].Type", "Invalid value", kind, msg))
+    qos, old_qos = status.get("qosClass") or "", old_status.get("qosClass") or ""
+    if qos != old_qos:
+        errors.append(FieldError("status.qosClass", "Invalid value", qos, "field is immutable"))
+    _check_state_transitions(old, status, errors)
     _check_ips(status, "podIPs", errors)
     _check_ips(status, "hostIPs", errors)
-    # A container that may not restart may not leave the terminated state (ValidateContainerStateTransition).
+
+
+def _check_state_transitions(old: dict[str, Any], status: dict[str, Any], errors: list[FieldError]) -> None:
+    """A container that may not restart may not leave the terminated state (ValidateContainerStateTransition)."""
+    old_status = old.get("status") or {}
     policy = (old.get("spec") or {}).get("restartPolicy") or "Always"
     if policy == "Always":
         return
@@ -472,6 +646,35 @@ def _spec_fingerprint(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Metadata only the server sets: an update keeps the stored values.
+_SERVER_META = (
+    "name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "generation",
+    "resourceVersion", "managedFields",
+)  # fmt: skip
+
+
+def _decode_error(err: Exception) -> str:
+    # msgspec gives up on deeply nested JSON with a RecursionError (Go's decoder has a depth limit too).
+    return "exceeded max depth" if isinstance(err, RecursionError) else str(err)
+
+
+def _with_rv(pod: Pod, rv: int) -> Pod:
+    return pod.replace(metadata=pod.metadata.replace(resource_version=str(rv)))
+
+
+def _registry_key(info: ResourceInfo, ns: str, name: str) -> str:
+    """Where kube-apiserver keeps the object in etcd (it shows in some error messages)."""
+    if info.name == "nodes":
+        return f"/registry/minions/{name}"
+    return f"/registry/{info.name}/{ns}/{name}" if info.namespaced else f"/registry/{info.name}/{name}"
+
+
+def _delete_conflict(info: ResourceInfo, name: str, why: str) -> ConflictError:
+    """A failed delete precondition (rest.BeforeDelete names the kind, not the resource)."""
+    message = f'Operation cannot be fulfilled on {info.kind} "{name}": {why}'
+    return ConflictError(message, status=status_body(409, "Conflict", message, name=name, kind=info.kind))
+
+
 def _rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -512,9 +715,17 @@ class Store:
 
     ``history_size`` bounds the events a watch can resume from; older
     resourceVersions get 410 Expired. ``clock`` gives epoch seconds (tests may
-    fake it). With ``reap_terminating``, a pod whose graceful deletion ran out
-    is removed on the next store access (or :meth:`reap` call), like a kubelet
-    that finished it would; without it, it stays until deleted with grace 0.
+    fake it). With ``reap_terminating`` (the default), a pod whose graceful
+    deletion ran out is removed on the next store access (or :meth:`reap`
+    call), like a kubelet that finished it would; without it, it stays until
+    deleted with grace 0, as on a real server with no kubelet.
+
+    ``strict_status`` (the default) adds podstatus's own checks to the real
+    server's validation of pod status writes: a terminal phase may not move
+    back to a non-terminal one and a condition's status must be ``True``,
+    ``False`` or ``Unknown`` (SPEC section 5; they catch node agent bugs
+    early). With ``strict_status=False`` status writes are validated exactly
+    as kube-apiserver v1.37.2 does, which accepts both.
     """
 
     def __init__(
@@ -523,6 +734,7 @@ class Store:
         history_size: int = 10000,
         clock: Callable[[], float] = time.time,
         reap_terminating: bool = True,
+        strict_status: bool = True,
     ) -> None:
         if history_size < 1:
             raise ValueError("history_size must be positive")
@@ -530,6 +742,7 @@ class Store:
         self._changed = threading.Condition(self._lock)
         self._clock = clock
         self._reap_terminating = reap_terminating
+        self._strict_status = strict_status
         self._rv = 0
         self._size = history_size
         self._ring: list[Event | None] = [None] * history_size
@@ -543,6 +756,16 @@ class Store:
             self._ensure_namespace(ns)
 
     # -- basics ------------------------------------------------------------------------
+
+    @property
+    def strict_status(self) -> bool:
+        """Whether pod status writes get podstatus's stricter checks (see the class docstring)."""
+        return self._strict_status
+
+    @property
+    def reap_terminating(self) -> bool:
+        """Whether pods whose graceful deletion ran out are removed (a simulated kubelet)."""
+        return self._reap_terminating
 
     @property
     def resource_version(self) -> int:
@@ -672,6 +895,7 @@ class Store:
             )
         elif name:
             _check_subdomain(name, "metadata.name", errors)
+        _check_labels(meta, errors)
         for key in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(key, None)
         meta.pop("managedFields", None)
@@ -679,6 +903,7 @@ class Store:
             spec = obj.setdefault("spec", {})
             if isinstance(spec, dict):
                 _default_pod_spec(spec)
+                _default_tolerations(spec)
             # The real server starts every pod Pending; a status in the body is dropped.
             obj["status"] = {"phase": "Pending"}
             self._typecheck(info, obj, 400)
@@ -706,7 +931,7 @@ class Store:
             meta["uid"] = str(uuid.uuid4())
             meta["resourceVersion"] = str(rv)
             meta["creationTimestamp"] = _rfc3339(self._clock())
-            stored = Stored(obj, _encode(obj), self._typecheck(info, obj, 400), rv)
+            stored = self._stored(info, obj, self._typecheck(info, obj, 400), rv)
             bucket[name] = stored
             if info.namespaced:
                 self._ensure_namespace(namespace or "")
@@ -752,17 +977,18 @@ class Store:
         if kind is None:
             if patch_type.startswith(APPLY_PATCH):
                 message = "server-side apply (application/apply-patch+yaml) is not supported by this server"
+                status = status_body(415, "UnsupportedMediaType", message)
             else:
-                message = (
-                    f"the body of the request was in an unknown format - accepted media types include: "
-                    f"{JSON_PATCH}, {JSON_MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
-                )
-            raise UnsupportedMediaTypeError(message, status=status_body(415, "UnsupportedMediaType", message))
+                # As kube-apiserver words it for a patch type it does not know (with empty details).
+                message = "415: Unsupported Media Type"
+                status = status_body(415, "UnsupportedMediaType", message)
+                status["details"] = {}
+            raise UnsupportedMediaTypeError(message, status=status)
         if isinstance(patch, bytes | bytearray | memoryview | str):
             try:
                 data: Any = _decode(patch)
-            except msgspec.DecodeError as err:
-                raise bad_request(f"error decoding patch: {err}") from None
+            except (msgspec.DecodeError, RecursionError) as err:
+                raise bad_request(f"error decoding patch: {_decode_error(err)}") from None
         else:
             data = patch
         with self._lock:
@@ -786,7 +1012,7 @@ class Store:
                 message = "the patched object is not a JSON object with metadata"
                 raise UnprocessableEntityError(message, status=status_body(422, "Invalid", message))
             result.setdefault("metadata", {})
-            return self._write(info, namespace or "", current, result, subresource, bad=422)
+            return self._write(info, namespace or "", current, result, subresource, bad=422, patch=True)
 
     def bind(self, namespace: str, name: str, node_name: str) -> Stored:
         """Set ``spec.nodeName`` of an unbound pod (the ``pods/binding`` subresource)."""
@@ -817,9 +1043,13 @@ class Store:
     ) -> tuple[Stored, bool]:
         """Delete an object; returns (its last version, whether it is gone).
 
-        A pod bound to a node is deleted gracefully: it gets ``deletionTimestamp``
-        and ``deletionGracePeriodSeconds`` and stays (second value ``False``) until
-        deleted with grace 0 or (with ``reap_terminating``) its grace runs out.
+        As kube-apiserver v1.37.2: a pod bound to a node and not in a terminal
+        phase is deleted gracefully: it gets ``deletionTimestamp`` and
+        ``deletionGracePeriodSeconds`` and stays (second value ``False``) until
+        deleted with grace 0 or (with ``reap_terminating``) its grace runs out;
+        a second delete may only shorten the grace period. A pod deleted at
+        once is first written with ``deletionTimestamp`` and grace 0 (a
+        MODIFIED event), then removed; the answer is that last version.
         ``uid`` and ``resource_version`` are preconditions (409 Conflict).
         """
         info = self._info(resource)
@@ -832,29 +1062,48 @@ class Store:
             current = self._current(info, namespace, name)
             meta = current.metadata
             if uid is not None and uid != meta.get("uid"):
-                raise conflict(
-                    info.name,
-                    name,
-                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}",
-                )
+                raise _delete_conflict(
+                    info, name, f"the UID in the precondition ({uid}) does not match the UID in record "
+                    f"({meta.get('uid')}). The object might have been deleted and then recreated",
+                )  # fmt: skip
             if resource_version is not None and resource_version != meta.get("resourceVersion"):
-                raise conflict(
-                    info.name,
-                    name,
-                    f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
-                    f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
-                )
-            period = 0
-            if info.name == "pods":
+                raise _delete_conflict(
+                    info, name, f"the ResourceVersion in the precondition ({resource_version}) does not "
+                    f"match the ResourceVersion in record ({meta.get('resourceVersion')}). "
+                    "The object might have been modified",
+                )  # fmt: skip
+            if info.name != "pods":
+                if meta.get("finalizers"):
+                    if meta.get("deletionTimestamp"):
+                        return current, False
+                    return self._mark_deleted(info, ns, current, 0, bump_generation=False), False
+                return self._remove(info, ns, current), True
+            if grace_period_seconds is not None and grace_period_seconds < 0:
+                grace_period_seconds = 1
+            if meta.get("deletionTimestamp"):
+                old_period = meta.get("deletionGracePeriodSeconds")
+                if not old_period:
+                    # Already going with grace 0 (or none): only finalizers keep it.
+                    if meta.get("finalizers"):
+                        return current, False
+                    return self._remove(info, ns, current), True
+                if grace_period_seconds is None or grace_period_seconds >= old_period:
+                    return current, False  # already going at least as fast
+                period = grace_period_seconds
+                deadline = _parse_rfc3339(meta["deletionTimestamp"]) - old_period + period
+                stored = self._mark_deleted(info, ns, current, period, deadline, bump_generation=False)
+            else:
                 period = self._grace_period(current.obj, grace_period_seconds)
-            if period > 0 or meta.get("finalizers"):
-                return self._delete_gracefully(info, ns, current, period)
-            return self._remove(info, ns, current), True
+                stored = self._mark_deleted(info, ns, current, period)
+            if period == 0 and not meta.get("finalizers"):
+                return self._remove(info, ns, stored), True
+            return stored, False
 
     # -- write helpers -----------------------------------------------------------------
 
     @staticmethod
     def _grace_period(pod: dict[str, Any], requested: int | None) -> int:
+        """The pod strategy's CheckGracefulDelete."""
         spec = pod.get("spec") or {}
         if requested is not None:
             period = requested
@@ -865,29 +1114,29 @@ class Store:
             period = 0
         return period if period >= 0 else 1
 
-    def _delete_gracefully(
-        self, info: ResourceInfo, ns: str, current: Stored, period: int
-    ) -> tuple[Stored, bool]:
-        meta = current.metadata
-        now = self._clock()
-        deadline = now + period
-        if meta.get("deletionTimestamp"):
-            old_period = meta.get("deletionGracePeriodSeconds")
-            if old_period is not None and old_period <= period:
-                return current, False  # already going at least as fast
-            deadline = min(deadline, _parse_rfc3339(meta["deletionTimestamp"]))
-            if period == 0 and not meta.get("finalizers"):
-                return self._remove(info, ns, current), True
+    def _mark_deleted(
+        self,
+        info: ResourceInfo,
+        ns: str,
+        current: Stored,
+        period: int,
+        deadline: float | None = None,
+        *,
+        bump_generation: bool = True,
+    ) -> Stored:
+        """Write ``deletionTimestamp`` (now + ``period`` unless ``deadline``) and the grace period."""
+        if deadline is None:
+            deadline = self._clock() + period
         obj = dict(current.obj)
-        new_meta = obj["metadata"] = dict(meta)
+        new_meta = obj["metadata"] = dict(current.metadata)
         new_meta["deletionTimestamp"] = _rfc3339(deadline)
         new_meta["deletionGracePeriodSeconds"] = period
-        if "generation" in new_meta:
+        if bump_generation and new_meta.get("generation"):
             new_meta["generation"] = int(new_meta["generation"]) + 1
         stored = self._commit(info, ns, current, obj)
         if period > 0 and self._reap_terminating:
             heapq.heappush(self._deadlines, (deadline, ns, stored.name, stored.uid))
-        return stored, False
+        return stored
 
     def _remove(self, info: ResourceInfo, ns: str, current: Stored) -> Stored:
         rv = self._rv + 1
@@ -895,7 +1144,7 @@ class Store:
         obj["metadata"] = dict(current.metadata, resourceVersion=str(rv))
         pod = current.pod
         if pod is not None:
-            pod = pod.replace(metadata=pod.metadata.replace(resource_version=str(rv)))
+            pod = _with_rv(pod, rv)
         stored = Stored(obj, _encode(obj), pod, rv)
         del self._bucket(info, ns)[current.name]
         self._record("DELETED", info, ns, stored, current)
@@ -924,14 +1173,21 @@ class Store:
         if isinstance(body, bytes | bytearray | memoryview | str):
             try:
                 body = _decode(body)
-            except msgspec.DecodeError as err:
-                raise bad_request(f"the body of the request is not valid JSON: {err}") from None
+            except (msgspec.DecodeError, RecursionError) as err:
+                raise bad_request(
+                    f"the body of the request is not valid JSON: {_decode_error(err)}"
+                ) from None
             obj = body
         elif isinstance(body, Pod):
             obj = body.to_dict()
         elif isinstance(body, dict):
             # Our own copy: the caller's dict is never changed or kept.
-            obj = _decode(_encode(body))
+            try:
+                obj = _decode(_encode(body))
+            except RecursionError as err:
+                raise bad_request(
+                    f"the body of the request is not valid JSON: {_decode_error(err)}"
+                ) from None
         else:
             obj = body
         if not isinstance(obj, dict):
@@ -988,74 +1244,118 @@ class Store:
         subresource: str | None,
         *,
         bad: int,
+        patch: bool = False,
     ) -> Stored:
         """Shared by update and patch: preconditions, strategy, validation, commit (lock held)."""
         name = current.name
         cur_meta = current.metadata
-        new_meta = new.get("metadata")
-        if not isinstance(new_meta, dict):
-            new_meta = new["metadata"] = {}
-        uid = new_meta.get("uid")
-        if uid and uid != cur_meta.get("uid"):
+        given_meta = new.get("metadata")
+        meta = dict(given_meta) if isinstance(given_meta, dict) else {}
+        uid = meta.get("uid")
+        other_uid = bool(uid) and uid != cur_meta.get("uid")
+        if other_uid and not patch:
+            # The UID of a PUT body is a storage precondition (rest.DefaultUpdatedObjectInfo).
             raise conflict(
-                info.name,
-                name,
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {cur_meta.get('uid')}",
-            )
-        rv = new_meta.get("resourceVersion")
+                info.name, name, f"StorageError: invalid object, Code: 4, Key: {_registry_key(info, ns, name)}, "
+                f"ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {cur_meta.get('uid')}",
+            )  # fmt: skip
+        rv = meta.get("resourceVersion")
         if rv and rv != cur_meta.get("resourceVersion"):
             raise conflict(info.name, name, _MODIFIED)
-        if new_meta.get("name") and new_meta["name"] != name:
+        if meta.get("name") and meta["name"] != name:
             raise bad_request(
-                f"the name of the object ({new_meta['name']}) does not match the name on the URL ({name})"
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
+        if info.namespaced and meta.get("namespace") and meta["namespace"] != ns:
+            raise bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
             )
         errors: builtins.list[FieldError] = []
+        # A patch changing metadata.uid fails validation (the field is immutable).
+        if other_uid:
+            errors.append(FieldError("metadata.uid", "Invalid value", uid, "field is immutable"))
+        # What the server owns is kept (rest.BeforeUpdate); the rest of the metadata (labels,
+        # annotations, finalizers...) is taken from the request, for pods/status too.
+        for key in _SERVER_META:
+            if key in cur_meta:
+                meta[key] = cur_meta[key]
+            else:
+                meta.pop(key, None)
+        meta.pop("selfLink", None)
+        grace, old_grace = meta.get("deletionGracePeriodSeconds"), cur_meta.get("deletionGracePeriodSeconds")
+        if grace is None:
+            if old_grace is not None:
+                meta["deletionGracePeriodSeconds"] = old_grace
+        elif grace != old_grace:
+            errors.append(
+                FieldError(
+                    "metadata.deletionGracePeriodSeconds", "Invalid value", grace, "field is immutable"
+                )
+            )
+        if isinstance(meta.get("finalizers"), list) and not meta["finalizers"]:
+            del meta["finalizers"]
+        if cur_meta.get("deletionTimestamp"):
+            old_finalizers = cur_meta.get("finalizers") or ()
+            added = sorted({f for f in meta.get("finalizers") or () if f not in old_finalizers})
+            if added:
+                found = ", ".join(json.dumps(f) for f in added)
+                errors.append(FieldError("metadata.finalizers", "Forbidden", detail=(
+                    f"no new finalizers can be added if the object is being deleted, found new finalizers "
+                    f"[]string{{{found}}}"
+                )))  # fmt: skip
+        if meta.get("labels") != cur_meta.get("labels") or meta.get("annotations") != cur_meta.get(
+            "annotations"
+        ):
+            _check_labels(meta, errors)
+        is_pod = info.name == "pods"
         if subresource == "status":
+            # The status strategy: spec (and a pod's ownerReferences) stay as they were.
             obj = dict(current.obj)
-            obj["metadata"] = dict(cur_meta)
+            obj["metadata"] = meta
+            if is_pod:
+                if "ownerReferences" in cur_meta:
+                    meta["ownerReferences"] = cur_meta["ownerReferences"]
+                else:
+                    meta.pop("ownerReferences", None)
             status = new.get("status")
+            if is_pod and isinstance(status, dict):
+                status = dict(status)
+                old_qos = (current.obj.get("status") or {}).get("qosClass")
+                if not status.get("qosClass") and old_qos:
+                    status["qosClass"] = old_qos  # PrepareForUpdate backfills it
+                _convert_pod_ips(status)
+                _default_conditions(status)
             obj["status"] = status if status is not None else {}
         else:
-            obj = new
+            obj = dict(new)
             obj["kind"] = info.kind
             obj["apiVersion"] = "v1"
-            meta = obj["metadata"]
-            for key in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                        "deletionGracePeriodSeconds", "generation", "resourceVersion"):  # fmt: skip
-                if key in cur_meta:
-                    meta[key] = cur_meta[key]
-                else:
-                    meta.pop(key, None)
-            meta.pop("selfLink", None)
+            obj["metadata"] = meta
             # Writes to the main resource leave the status alone, as the real server does.
             if "status" in current.obj:
                 obj["status"] = current.obj["status"]
             else:
                 obj.pop("status", None)
-            if info.name == "pods":
+            if is_pod:
                 spec = obj.get("spec")
-                if not isinstance(spec, dict):
-                    spec = obj["spec"] = {}
+                spec = obj["spec"] = dict(spec) if isinstance(spec, dict) else {}
                 _default_pod_spec(spec)
+                _default_tolerations(spec)
                 old_spec = current.obj.get("spec") or {}
                 if spec != old_spec:
                     if _spec_fingerprint(spec) != _spec_fingerprint(old_spec):
                         errors.append(FieldError("spec", "Forbidden", detail=_SPEC_FORBIDDEN))
                     elif "generation" in meta:
                         meta["generation"] = int(meta["generation"]) + 1
-            if isinstance(meta.get("finalizers"), list) and not meta["finalizers"]:
-                del meta["finalizers"]
-        if obj == current.obj:
-            return current  # nothing changed: no new resourceVersion, no event (as the real server)
-        rv = self._rv + 1
-        obj["metadata"]["resourceVersion"] = str(rv)
         # Types first: the semantic checks below may then trust them.
         pod = self._typecheck(info, obj, bad)
-        if subresource == "status" and info.name == "pods":
-            _validate_pod_status(current.obj, obj, errors)
+        if is_pod and subresource == "status":
+            _validate_pod_status(current.obj, obj, errors, strict=self._strict_status)
         if errors:
             raise invalid(info.kind, name, errors)
-        meta = obj["metadata"]
+        if (pod == current.pod) if is_pod else (obj == current.obj):
+            return current  # nothing changed: no new resourceVersion, no event (as the real server)
         if (
             meta.get("deletionTimestamp")
             and not meta.get("finalizers")
@@ -1068,14 +1368,23 @@ class Store:
     def _commit(
         self, info: ResourceInfo, ns: str, current: Stored, obj: dict[str, Any], pod: Pod | None = None
     ) -> Stored:
-        rv = self._rv + 1
-        obj["metadata"]["resourceVersion"] = str(rv)
-        if pod is None or pod.metadata.resource_version != str(rv):
+        if pod is None:
             pod = self._typecheck(info, obj, 422)
-        stored = Stored(obj, _encode(obj), pod, rv)
+        stored = self._stored(info, obj, pod, self._rv + 1)
         self._bucket(info, ns)[current.name] = stored
         self._record("MODIFIED", info, ns, stored, current)
         return stored
+
+    @staticmethod
+    def _stored(info: ResourceInfo, obj: dict[str, Any], pod: Pod | None, rv: int) -> Stored:
+        """A new version at ``rv``. A pod is stored in its canonical wire form, printed from its
+        decoded :class:`Pod` as the API server prints it (null times, ``{}`` states...)."""
+        if pod is None:
+            obj["metadata"]["resourceVersion"] = str(rv)
+            return Stored(obj, _encode(obj), None, rv)
+        pod = _with_rv(pod, rv)
+        raw = pod.to_json()
+        return Stored(_decode(raw), raw, pod, rv)
 
     @staticmethod
     def _typecheck(info: ResourceInfo, obj: dict[str, Any], bad: int) -> Pod | None:
