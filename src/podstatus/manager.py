@@ -53,7 +53,7 @@ from .statusutil import (
     validate_status,
     with_container_status,
 )
-from .types import ContainerID, Pod, PodStatus
+from .types import ContainerID, ContainerStatus, Pod, PodStatus
 
 __all__ = ["Manager", "ManagerOptions", "SyncRecord", "new_manager"]
 
@@ -325,79 +325,66 @@ class Manager:
             self._update_status(pod, status, force, pod_is_finished=False)
 
     def set_container_readiness(self, pod_uid: str, container_id: str | ContainerID, ready: bool) -> None:
-        cid = str(container_id)
         with self._lock:
-            pod = self._pods.get_pod_by_uid(pod_uid)
-            if pod is None:
-                _log(logging.DEBUG, "Pod has been deleted, no need to update readiness", podUID=pod_uid)
+            found = self._locate_container(pod_uid, str(container_id), "readiness")
+            if found is None:
                 return
-            entry = self._statuses.get(pod.uid)
-            if entry is None:
-                _log(
-                    logging.WARNING,
-                    "Container readiness changed before pod has synced",
-                    **_fields(pod.key(), pod.uid, containerID=cid),
-                )
-                return
-            where = find_container_status(entry.status, cid)
-            if where is None:
-                _log(
-                    logging.WARNING,
-                    "Container readiness changed for unknown container",
-                    **_fields(pod.key(), pod.uid, containerID=cid),
-                )
-                return
-            cs = getattr(entry.status, where[0])[where[1]]
+            pod, entry, where, cs = found
             if cs.ready == ready:
                 _log(
-                    logging.DEBUG,
-                    "Container readiness unchanged",
-                    **_fields(pod.key(), pod.uid, containerID=cid, ready=ready),
+                    logging.DEBUG, "Container readiness unchanged", **_fields(pod.key(), pod.uid, ready=ready)
                 )
                 return
             status = with_container_status(entry.status, where, cs.replace(ready=ready))
-            every = (*(status.init_container_statuses or ()), *(status.container_statuses or ()))
+            every = [*(status.init_container_statuses or ()), *(status.container_statuses or ())]
             phase = status.phase or ""
             conditions = status.conditions or ()
-            ready_condition = generate_pod_ready_condition(pod.spec, conditions, list(every), phase)
-            conditions = _update_condition(conditions, ready_condition)
-            containers_ready = generate_containers_ready_condition(pod.spec, list(every), phase)
-            conditions = _update_condition(conditions, containers_ready)
+            conditions = _update_condition(
+                conditions, generate_pod_ready_condition(pod.spec, conditions, every, phase)
+            )
+            conditions = _update_condition(
+                conditions, generate_containers_ready_condition(pod.spec, every, phase)
+            )
             self._update_status(pod, status.replace(conditions=conditions), False, pod_is_finished=False)
 
     def set_container_startup(self, pod_uid: str, container_id: str | ContainerID, started: bool) -> None:
-        cid = str(container_id)
         with self._lock:
-            pod = self._pods.get_pod_by_uid(pod_uid)
-            if pod is None:
-                _log(logging.DEBUG, "Pod has been deleted, no need to update startup", podUID=pod_uid)
+            found = self._locate_container(pod_uid, str(container_id), "startup")
+            if found is None:
                 return
-            entry = self._statuses.get(pod.uid)
-            if entry is None:
-                _log(
-                    logging.WARNING,
-                    "Container startup changed before pod has synced",
-                    **_fields(pod.key(), pod.uid, containerID=cid),
-                )
-                return
-            where = find_container_status(entry.status, cid)
-            if where is None:
-                _log(
-                    logging.WARNING,
-                    "Container startup changed for unknown container",
-                    **_fields(pod.key(), pod.uid, containerID=cid),
-                )
-                return
-            cs = getattr(entry.status, where[0])[where[1]]
+            pod, entry, where, cs = found
+            # An unset ``started`` differs from both True and False.
             if cs.started is not None and cs.started == started:
-                _log(
-                    logging.DEBUG,
-                    "Container startup unchanged",
-                    **_fields(pod.key(), pod.uid, containerID=cid),
-                )
+                _log(logging.DEBUG, "Container startup unchanged", **_fields(pod.key(), pod.uid))
                 return
             status = with_container_status(entry.status, where, cs.replace(started=started))
             self._update_status(pod, status, False, pod_is_finished=False)
+
+    def _locate_container(
+        self, pod_uid: str, cid: str, what: str
+    ) -> tuple[Pod, _Entry, tuple[str, int], ContainerStatus] | None:
+        """The guards shared by the container setters (SPEC 4.3); None (logged) when one fails."""
+        pod = self._pods.get_pod_by_uid(pod_uid)
+        if pod is None:
+            _log(logging.DEBUG, f"Pod has been deleted, no need to update {what}", podUID=pod_uid)
+            return None
+        entry = self._statuses.get(pod.uid)
+        if entry is None:
+            _log(
+                logging.WARNING,
+                f"Container {what} changed before pod has synced",
+                **_fields(pod.key(), pod.uid, containerID=cid),
+            )
+            return None
+        where = find_container_status(entry.status, cid)
+        if where is None:
+            _log(
+                logging.WARNING,
+                f"Container {what} changed for unknown container",
+                **_fields(pod.key(), pod.uid, entry.version, containerID=cid),
+            )
+            return None
+        return pod, entry, where, getattr(entry.status, where[0])[where[1]]
 
     def terminate_pod(self, pod: Pod) -> None:
         with self._lock:
