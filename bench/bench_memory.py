@@ -153,7 +153,7 @@ def _in_subprocess(pods: int, how: str) -> dict[str, Any]:
     return result
 
 
-def run(pods: int = 100_000, traced_pods: int = 10_000, peer_pods: int = 2_000) -> dict[str, Any]:
+def run(pods: int = 100_000, traced_pods: int = 5_000, peer_pods: int = 2_000) -> dict[str, Any]:
     rss = _in_subprocess(pods, "rss")
     traced = _in_subprocess(traced_pods, "tracemalloc")
     built = _in_subprocess(pods, "built")

@@ -136,7 +136,7 @@ def _peer(pods: int, calls: int, repeats: int) -> dict[str, Any]:
     return {"changed": Stats(changed), "unchanged": Stats(unchanged)}
 
 
-def run(pods: int = 10_000, calls: int = 20_000, peer_calls: int = 1_000, repeats: int = 5) -> dict[str, Any]:
+def run(pods: int = 10_000, calls: int = 20_000, peer_calls: int = 600, repeats: int = 5) -> dict[str, Any]:
     """ops/s of ours and the peer; ``calls`` per repeat for ours, ``peer_calls`` for the (slow) peer."""
     ours = _ours(pods, calls, repeats)
     peer = _peer(pods, peer_calls, repeats)

@@ -41,7 +41,7 @@ for _p in (str(ROOT), str(ROOT / "src")):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from bench._common import fixture_bytes, interleaved, machine  # noqa: E402
+from bench._common import fixture_bytes, interleaved, machine, ratio_stats  # noqa: E402
 
 OPS = ("decode", "encode", "equal", "deepcopy", "copy_change")
 
@@ -273,7 +273,18 @@ def round_trip(c: dict[str, Any]) -> str:
                 walk(x, y, f"{path}[{i}]")
 
     walk(original, back, "")
-    return f"lossy: {len(lost)} fields lost, e.g. {', '.join(lost[:3])}" if lost else "differs"
+    if not lost:
+        return "differs"
+    nulls = [p for p in lost if _get(original, p) is None]
+    if len(nulls) == len(lost):
+        return f"lossy: drops explicit nulls ({len(nulls)}, e.g. {nulls[0].lstrip('.')}: null)"
+    return f"lossy: {len(lost)} fields lost, e.g. {', '.join(lost[:3])}"
+
+
+def _get(doc: Any, path: str) -> Any:
+    for part in path.lstrip(".").replace("[", ".[").split("."):
+        doc = doc[int(part[1:-1])] if part.startswith("[") else doc[part]
+    return doc
 
 
 def memory_per_object(load: Any, n: int = 200) -> float:
@@ -299,22 +310,25 @@ def run(repeats: int = 7, target: float = 0.05) -> dict[str, Any]:
             thunks[(lib, op)] = c[op]
     # Interleave every (library, operation) within each repeat.
     stats = interleaved({f"{lib}|{op}": fn for (lib, op), fn in thunks.items()}, repeats, target)
+    ref = next(iter(all_cases))  # msgspec, our types: every ratio is to it, repeat by repeat
     for lib, c in all_cases.items():
         if c is None:
             results[lib] = None
             continue
         results[lib] = {
             "ops": {op: stats[f"{lib}|{op}"].as_dict(1e6) for op in OPS},
+            "ratios": {op: ratio_stats(stats[f"{lib}|{op}"], stats[f"{ref}|{op}"]).median for op in OPS},
             "round_trip": round_trip(c),
             "bytes": memory_per_object(c["load"]),
         }
     return {"repeats": repeats, "libraries": results}
 
 
-def _fmt(d: dict[str, float]) -> str:
+def _fmt(d: dict[str, float], ratio: float) -> str:
     m = d["median"]
     value = f"{m:.2f}" if m < 1 else f"{m:.1f}" if m < 100 else f"{m:,.0f}"
-    return f"{value} (±{d['spread'] * 50:.0f}%)"
+    times = f"{ratio:.2f}" if ratio < 1 else f"{ratio:.1f}" if ratio < 10 else f"{ratio:,.0f}"
+    return f"{value} ±{d['spread'] * 50:.0f}% · {times}x"
 
 
 def table_rows(result: dict[str, Any]) -> list[list[str]]:
@@ -324,7 +338,12 @@ def table_rows(result: dict[str, Any]) -> list[list[str]]:
             rows.append([lib, *(["not installed"] * len(OPS)), "", ""])
             continue
         rows.append(
-            [lib, *(_fmt(r["ops"][op]) for op in OPS), f"{r['bytes'] / 1024:.0f} KB", r["round_trip"]]
+            [
+                lib,
+                *(_fmt(r["ops"][op], r["ratios"][op]) for op in OPS),
+                f"{r['bytes'] / 1024:.0f} KB",
+                r["round_trip"],
+            ]
         )
     return rows
 
@@ -348,12 +367,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--write", metavar="PATH", help="update the table in this markdown file")
     args = parser.parse_args(argv)
-    result = run(repeats=3, target=0.005) if args.quick else run()
+    result = run(repeats=3, target=0.005) if args.quick else run(repeats=11)
     from rich.console import Console
     from rich.table import Table
 
     m = machine()
-    table = Table(title="serialisation of the fixture pod (medians, ± half the spread)")
+    table = Table(title="serialisation of the fixture pod: µs, medians ± half the spread · ratio to msgspec")
     for h in HEADER:
         table.add_column(h, overflow="fold")
     for row in table_rows(result):
@@ -366,7 +385,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         md = ["| " + " | ".join(HEADER) + " |", "| --- |" + " ---: |" * (len(HEADER) - 2) + " --- |"]
         md += ["| " + " | ".join(row) + " |" for row in table_rows(result)]
-        block = "\n".join(md) + f"\n\nMachine: {line}; {result['repeats']} repeats.\n"
+        block = "\n".join(md) + (
+            f"\n\nµs per operation, median ± half the spread over {result['repeats']} repeats "
+            f"· the median ratio to msgspec within each repeat. Machine: {line}.\n"
+        )
         path = Path(args.write)
         text = path.read_text() if path.exists() else ""
         start, end = "<!-- table -->", "<!-- /table -->"

@@ -21,6 +21,7 @@ from podstatus.errors import (
     RequestTimeoutError,
     ServiceUnavailableError,
     TooManyRequestsError,
+    UnprocessableEntityError,
 )
 from podstatus.server.faults import FaultPlan, RequestInfo, parse_range, recreate_pod
 from podstatus.server.http import EmbeddedApiServer
@@ -291,7 +292,7 @@ def test_recreate_pod_on_the_nth_request(server: EmbeddedApiServer, client: Http
     assert second.spec.node_name == "n1"
     assert second.status.phase == "Pending"
     # A write meant for the old pod is refused by its UID precondition.
-    with pytest.raises(ConflictError, match="Precondition failed"):
+    with pytest.raises(UnprocessableEntityError, match="metadata.uid"):
         client.patch_pod_status(NS, name, status_patch(uid, phase="Running"))
     assert [(i.verb, i.name, i.count) for i in seen] == [
         ("get", name, 1),

@@ -17,6 +17,7 @@ own pace (fan-out costs nothing per watcher on the write path).
 from __future__ import annotations
 
 import builtins
+import functools
 import heapq
 import ipaddress
 import json
@@ -378,9 +379,11 @@ def _default_conditions(status: dict[str, Any]) -> None:
     conditions = status.get("conditions")
     if not isinstance(conditions, list):
         return
-    for i, cond in enumerate(conditions):
-        if isinstance(cond, dict) and ("type" not in cond or "status" not in cond):
-            conditions[i] = {"type": "", "status": "", **cond}
+    if any(isinstance(c, dict) and ("type" not in c or "status" not in c) for c in conditions):
+        # A new list: the given one may be shared with a stored object.
+        status["conditions"] = [
+            {"type": "", "status": "", **c} if isinstance(c, dict) else c for c in conditions
+        ]
 
 
 def _go_json_type(value: Any) -> str:
@@ -455,6 +458,12 @@ def _ip_version(value: Any) -> int:
     """4 or 6 for a valid IP address, 0 otherwise (Go's net.ParseIP: no zones)."""
     if not isinstance(value, str) or not value or "%" in value:
         return 0
+    return _ip_text_version(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _ip_text_version(value: str) -> int:
+    # Cached: a node reports the same few addresses in every status write (ipaddress is slow).
     try:
         return ipaddress.ip_address(value).version
     except ValueError:
@@ -498,8 +507,14 @@ _LABEL_VALUE_MSG = (
 )
 
 
-def qualified_name_errors(value: str) -> list[str]:
-    """IsQualifiedName of k8s.io/apimachinery (the messages of kube-apiserver v1.37.2)."""
+@functools.lru_cache(maxsize=4096)
+def qualified_name_errors(value: str) -> tuple[str, ...]:
+    """IsQualifiedName of k8s.io/apimachinery (the messages of kube-apiserver v1.37.2); cached,
+    as the same condition types come in every status write."""
+    return tuple(_qualified_name_errors(value))
+
+
+def _qualified_name_errors(value: str) -> list[str]:
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -994,15 +1009,20 @@ class Store:
         with self._lock:
             self._maybe_reap()
             current = self._current(info, namespace, name)
+            base = current.obj
+            if subresource == "status" and kind != JSON_PATCH:
+                # Only metadata and status of the result are used: the patch engine need not
+                # copy the spec (the status strategy keeps the stored one).
+                base = {k: v for k, v in base.items() if k != "spec"}
             try:
                 if kind == STRATEGIC_MERGE_PATCH:
                     if not isinstance(data, dict):
                         raise PatchError("a strategic merge patch must be a JSON object")
-                    result = apply_strategic_merge_patch(current.obj, data, merge_keys=info.merge_keys)
+                    result = apply_strategic_merge_patch(base, data, merge_keys=info.merge_keys)
                 elif kind == JSON_MERGE_PATCH:
                     if not isinstance(data, dict):
                         raise PatchError("a JSON merge patch must be a JSON object")
-                    result = apply_json_merge_patch(current.obj, data)
+                    result = apply_json_merge_patch(base, data)
                 else:
                     result = apply_json_patch(current.obj, data)
             except PatchError as err:
