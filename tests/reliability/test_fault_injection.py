@@ -291,8 +291,8 @@ def test_recreate_pod_on_the_nth_request(server: EmbeddedApiServer, client: Http
     assert second.metadata.annotations == {"a": "b"}
     assert second.spec.node_name == "n1"
     assert second.status.phase == "Pending"
-    # A write meant for the old pod is refused by its UID precondition.
-    with pytest.raises(UnprocessableEntityError, match="metadata.uid"):
+    # A write meant for the old pod is refused: metadata.uid is immutable (422, as kube-apiserver answers).
+    with pytest.raises(UnprocessableEntityError, match=r"metadata\.uid"):
         client.patch_pod_status(NS, name, status_patch(uid, phase="Running"))
     assert [(i.verb, i.name, i.count) for i in seen] == [
         ("get", name, 1),
