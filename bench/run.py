@@ -360,7 +360,9 @@ def _details(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def markdown(results: dict[str, Any], m: dict[str, Any], command: str, elapsed: float) -> str:
+def markdown(
+    results: dict[str, Any], m: dict[str, Any], command: str, elapsed: float, date: str | None = None
+) -> str:
     out = [
         "# Benchmarks",
         "",
@@ -368,7 +370,7 @@ def markdown(results: dict[str, Any], m: dict[str, Any], command: str, elapsed: 
         "`bench/FINDINGS.md`).",
         "",
         f"- command: `{command}`",
-        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}, whole run {elapsed:.0f} s",
+        f"- date: {date or _now()}, whole run {elapsed:.0f} s",
         f"- machine: {machine_line(m)}",
         "",
         "Ratios are to a peer measured in the same run (alternating within each repeat);",
@@ -385,6 +387,10 @@ def markdown(results: dict[str, Any], m: dict[str, Any], command: str, elapsed: 
         out.append("")
         out.append(findings.read_text().rstrip())
     return "\n".join(out) + "\n"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -404,7 +410,16 @@ def main(argv: list[str] | None = None) -> int:
         print_table(saved["results"], saved["machine"])
         if args.write:
             Path(args.write).write_text(
-                markdown(saved["results"], saved["machine"], saved["command"], saved["elapsed"])
+                markdown(
+                    saved["results"],
+                    saved["machine"],
+                    saved["command"],
+                    saved["elapsed"],
+                    saved.get("date")
+                    or datetime.fromtimestamp(Path(args.render).stat().st_mtime, UTC).strftime(
+                        "%Y-%m-%d %H:%M UTC"
+                    ),
+                )
             )
             print(f"wrote {args.write}")
         return 0
@@ -424,7 +439,13 @@ def main(argv: list[str] | None = None) -> int:
         del shown[k : k + 2]
     command = "python bench/run.py " + " ".join(shlex.quote(a) for a in shown)
     if args.json:
-        saved = {"results": results, "machine": m, "command": command.strip(), "elapsed": elapsed}
+        saved = {
+            "results": results,
+            "machine": m,
+            "command": command.strip(),
+            "elapsed": elapsed,
+            "date": _now(),
+        }
         Path(args.json).write_text(json.dumps(saved, indent=1, default=str))
     if args.write:
         path = Path(args.write)

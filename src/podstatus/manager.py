@@ -201,6 +201,8 @@ class Manager:
         # Pods that may have a version newer than the server's: a non-full pass looks at these only,
         # so its cost follows the number of changes, not the number of pods.
         self._dirty: dict[str, None] = {}  # an ordered set: passes sync in order of change
+        # pod uid -> (pod manager's status, cached status) last found consistent by a full resync.
+        self._consistent: dict[str, tuple[PodStatus, PodStatus]] = {}
         # (not_before, uid) of pods waiting out a back-off.
         self._backoff_heap: list[tuple[float, str]] = []
         self._wake = threading.Event()
@@ -406,6 +408,7 @@ class Manager:
                 entry = self._statuses.pop(uid)
                 self._sync_state.pop(uid, None)
                 self._dirty.pop(uid, None)
+                self._consistent.pop(uid, None)
                 _log(
                     logging.DEBUG,
                     "Removing pod from status map",
@@ -418,8 +421,10 @@ class Manager:
         uid = pod.uid
         key = pod.key()
         entry = self._statuses.get(uid)
-        if entry is not None and not force and status is entry.status:
-            return False  # the very object we hold: nothing can differ
+        if entry is not None and not force and (status is entry.status or status == entry.status):
+            # Equal to what we hold (which is valid and normal): nothing can differ.
+            _log(logging.DEBUG, "Ignoring same status for pod", **_fields(key, uid, entry.version))
+            return False
         # Parts shared with the cached status (built with replace) were checked and normalised then.
         known = entry.status if entry is not None else None
         validate_status(status, known)
@@ -486,7 +491,8 @@ class Manager:
     def _notify(self, uid: str) -> None:
         self._dirty[uid] = None
         # Never blocks; one pending wake-up is enough.
-        self._wake.set()
+        if not self._wake.is_set():
+            self._wake.set()
 
     # -- the sync loop (SPEC 4.4) ------------------------------------------------------
 
@@ -671,11 +677,17 @@ class Manager:
             if mirror is None:
                 return False
             pod = mirror
+        # Pods and statuses are immutable values: when neither object changed since the last check
+        # found them consistent, the answer is the same, and a full resync of an idle node is cheap.
+        consistent = self._consistent.get(uid)
+        if consistent is not None and consistent[0] is pod.status and consistent[1] is status:
+            return False
         try:
             api_status = normalize_status(pod.spec, pod.status)
         except Exception:
             return True
         if is_pod_status_by_kubelet_equal(api_status, status):
+            self._consistent[uid] = (pod.status, status)
             return False
         _log(
             logging.DEBUG,
@@ -941,6 +953,7 @@ class Manager:
             self._statuses.pop(uid, None)
             self._sync_state.pop(uid, None)
             self._dirty.pop(uid, None)
+            self._consistent.pop(uid, None)
 
 
 def _update_condition(conditions: tuple[Any, ...] | Any, condition: Any) -> tuple[Any, ...]:

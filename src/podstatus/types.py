@@ -17,6 +17,7 @@ so an object read from a server comes back out exactly as it came in.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Self, cast
 
@@ -47,6 +48,8 @@ __all__ = [
 Time = Annotated[datetime, msgspec.Meta(tz=True)]
 
 _EXTRA_WIRE = "$podstatus.extra"
+# A timestamp with a numeric offset (the API server always sends "Z"): ...T10:00:00+02:00"
+_OFFSET = re.compile(rb'T\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:\d\d"')
 _json_encode = msgspec.json.encode
 _json_decode = msgspec.json.decode
 # Always printed, as ``null`` when unset (Go's non-pointer metav1.Time), or as the zero value.
@@ -77,7 +80,7 @@ class Extra:
 class _Meta:
     """Per-type facts computed once from the struct's fields."""
 
-    __slots__ = ("children", "known", "time_fields")
+    __slots__ = ("children", "known", "time_fields", "time_wires")
 
     def __init__(self, cls: type[K8sObject]) -> None:
         info = msgspec.inspect.type_info(cls)
@@ -91,6 +94,7 @@ class _Meta:
                 children.append((f.name, f.encode_name, is_list, _meta(child_cls)))
         self.children = tuple(children)
         self.time_fields = tuple(f.name for f in info.fields if _is_datetime(f.type))
+        self.time_wires = tuple(f.encode_name for f in info.fields if _is_datetime(f.type))
 
 
 def _unwrap_optional(t: msgspec.inspect.Type) -> msgspec.inspect.Type:
@@ -145,6 +149,9 @@ class K8sObject(
     rename="camel",
     gc=False,
     repr_omit_defaults=True,
+    # Decoding refuses unknown fields, so JSON without any (every pod of today's API) decodes in
+    # one pass in C; only when that fails do we walk the data and set the unknown ones aside.
+    forbid_unknown_fields=True,
 ):
     """Base of the wire types: ``from_dict`` / ``to_dict`` and unknown-field keeping.
 
@@ -167,13 +174,15 @@ class K8sObject(
             raise InvalidObjectError(
                 f"invalid {cls.__name__}: expected an object, got {type(data).__name__}", path=""
             )
+        meta = _meta(cls)
         try:
-            obj = msgspec.convert(data, cls)
-            _attach_extras(data, obj, _meta(cls))
+            offsets: list[bool] = []
+            prepared = _set_aside_extras(data, meta, offsets)
+            obj = msgspec.convert(prepared, cls, dec_hook=_extra_dec_hook)
+            if offsets:
+                _to_utc(obj, meta)
         except msgspec.ValidationError as err:
-            message, path = _path_of(err)
-            where = f" at {path}" if path else ""
-            raise InvalidObjectError(f"invalid {cls.__name__}{where}: {message}", path=path) from None
+            raise _invalid(cls, err) from None
         except (RecursionError, TypeError) as err:
             # Nesting deeper than JSON can sensibly hold, or values that are not JSON at all.
             raise InvalidObjectError(f"invalid {cls.__name__}: {type(err).__name__}: {err}") from None
@@ -183,10 +192,23 @@ class K8sObject(
     def from_json(cls, data: bytes | str) -> Self:
         """Decode JSON text (as the API server sends it)."""
         try:
-            raw = _json_decode(data)
+            obj = msgspec.json.decode(data, type=cls, dec_hook=_extra_dec_hook)
+        except msgspec.ValidationError as err:
+            if "unknown field" not in str(err):
+                raise _invalid(cls, err) from None
+            # Fields this version does not model: decode generically and keep them.
+            try:
+                raw = _json_decode(data)
+            except msgspec.DecodeError as derr:  # pragma: no cover - the typed decode parsed it
+                raise InvalidObjectError(f"invalid {cls.__name__}: malformed JSON: {derr}") from None
+            return cls.from_dict(raw)
         except msgspec.DecodeError as err:
             raise InvalidObjectError(f"invalid {cls.__name__}: malformed JSON: {err}") from None
-        return cls.from_dict(raw)
+        except RecursionError as err:
+            raise InvalidObjectError(f"invalid {cls.__name__}: {err}") from None
+        if _OFFSET.search(data if isinstance(data, bytes) else data.encode()):
+            _to_utc(obj, _meta(cls))
+        return obj
 
     def to_dict(self) -> dict[str, Any]:
         """The Kubernetes JSON wire form, as the API server prints it (a fresh dict)."""
@@ -224,26 +246,67 @@ def _meta(cls: type[K8sObject]) -> _Meta:
     return meta
 
 
-def _attach_extras(data: dict[str, Any], obj: K8sObject, meta: _Meta) -> None:
-    for name in meta.time_fields:
-        value = getattr(obj, name)
-        if value is not None and value.tzinfo is not UTC:
-            # Timestamps are UTC (SPEC 2.1), whatever offset the text had.
-            msgspec.structs.force_setattr(obj, name, value.astimezone(UTC))
+def _set_aside_extras(data: dict[str, Any], meta: _Meta, offsets: list[bool]) -> dict[str, Any]:
+    """``data`` with unknown fields moved under the extra key (as JSON), copied only where needed.
+
+    Also notes (in ``offsets``) a timestamp that is not in UTC, so the caller knows to convert.
+    """
+    out = data
     if not data.keys() <= meta.known:
         known = meta.known
-        unknown = {k: v for k, v in data.items() if k not in known}
-        msgspec.structs.force_setattr(obj, "extra", Extra(_json_encode(unknown)))
-    for attr, wire, is_list, child_meta in meta.children:
+        out = {k: v for k, v in data.items() if k in known}
+        out[_EXTRA_WIRE] = _json_encode({k: v for k, v in data.items() if k not in known})
+    for wire in meta.time_wires:
+        value = data.get(wire)
+        if type(value) is str and not value.endswith("Z"):
+            offsets.append(True)
+    for _attr, wire, is_list, child_meta in meta.children:
         sub = data.get(wire)
         if not sub:
             continue
-        value = getattr(obj, attr)
+        new: Any
         if is_list:
-            for item_data, item in zip(sub, value):
-                _attach_extras(item_data, item, child_meta)
+            if type(sub) is not list:
+                continue  # let the decoder name the error
+            new = [_set_aside_extras(x, child_meta, offsets) if type(x) is dict else x for x in sub]
+            if all(a is b for a, b in zip(new, sub)):
+                continue
+        elif type(sub) is dict:
+            new = _set_aside_extras(sub, child_meta, offsets)
+            if new is sub:
+                continue
         else:
-            _attach_extras(sub, value, child_meta)
+            continue
+        if out is data:
+            out = dict(data)
+        out[wire] = new
+    return out
+
+
+def _to_utc(obj: K8sObject, meta: _Meta) -> None:
+    """Timestamps are UTC (SPEC 2.1), whatever offset the text had: convert in place (rare)."""
+    for name in meta.time_fields:
+        value = getattr(obj, name)
+        if value is not None and value.tzinfo is not UTC:
+            msgspec.structs.force_setattr(obj, name, value.astimezone(UTC))
+    for attr, _wire, is_list, child_meta in meta.children:
+        value = getattr(obj, attr)
+        if value is None:
+            continue
+        for item in value if is_list else (value,):
+            _to_utc(item, child_meta)
+
+
+def _extra_dec_hook(type_: type, obj: Any) -> Any:
+    if type_ is Extra and type(obj) is bytes:
+        return Extra(obj)
+    raise NotImplementedError
+
+
+def _invalid(cls: type, err: msgspec.ValidationError) -> InvalidObjectError:
+    message, path = _path_of(err)
+    where = f" at {path}" if path else ""
+    return InvalidObjectError(f"invalid {cls.__name__}{where}: {message}", path=path)
 
 
 def _merge_extras(data: Any) -> None:
