@@ -682,6 +682,11 @@ class Manager:
         consistent = self._consistent.get(uid)
         if consistent is not None and consistent[0] is pod.status and consistent[1] is status:
             return False
+        # Equal before normalising implies equal after (the cached status is normal, so the parts
+        # compared are normal already): try the cheap way first.
+        if is_pod_status_by_kubelet_equal(pod.status, status):
+            self._consistent[uid] = (pod.status, status)
+            return False
         try:
             api_status = normalize_status(pod.spec, pod.status)
         except Exception:

@@ -382,6 +382,9 @@ def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
     replaced by ``new``'s, the statuses are equal (so transition times and
     conditions owned by others never cause a write on their own).
     """
+    if old.conditions == new.conditions:
+        # Same conditions: every owned one has its twin. One C-level compare settles the rest.
+        return old == new
     old_conditions = old.conditions or ()
     for c in new.conditions or ():
         if is_kubelet_owned(c.type) or is_kubelet_shared(c.type):
@@ -392,8 +395,6 @@ def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
                     break
             if oc is None or oc.status != c.status or oc.message != c.message or oc.reason != c.reason:
                 return False
-    if old.conditions == new.conditions:
-        return old == new
     return old.replace(conditions=new.conditions) == new
 
 
