@@ -283,9 +283,11 @@ def render_summary(result: Any, node: str, mode: str, width: int = 120) -> Table
             requests.add_row(verb, str(count))
             total += count
     requests.add_row("[bold]total[/]", f"[bold]{total}[/]")
-    writes = result.requests.get("get", 0) + result.requests.get("patch", 0)
+    if result.controller_writes:
+        requests.add_row("  of which readiness gate writes", str(result.controller_writes))
+    node = result.requests.get("get", 0) + result.requests.get("patch", 0) - result.controller_writes
     if result.status_changes:
-        requests.add_row("get+patch per synced change", f"{writes / result.status_changes:.2f}")
+        requests.add_row("node get+patch per synced change", f"{node / result.status_changes:.2f}")
 
     latency = Table(title="Status propagation latency", header_style="bold")
     latency.add_column("percentile")

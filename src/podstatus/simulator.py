@@ -751,6 +751,7 @@ class SimulationResult:
     elapsed: float
     settled: bool
     watch_errors: int
+    controller_writes: int = 0
 
     @property
     def ok(self) -> bool:
@@ -811,6 +812,8 @@ class Simulation:
         self._created: dict[tuple[str, str], str] = {}
         self._gates_set: set[str] = set()
         self._victims: set[str] = set()
+        # Status writes of the outside controller (readiness gates), not the node's.
+        self.controller_writes = 0
 
     def _on_sync(self, record: SyncRecord) -> None:
         if record.patched and record.changed_at is not None:
@@ -838,6 +841,8 @@ class Simulation:
                 log.warning("could not create pod %s: %s", manifest.get("metadata", {}).get("name"), err)
                 continue
             self._created[(pod.namespace, pod.name)] = pod.uid
+            if self.on_progress is not None and i % 10 == 0:
+                self.on_progress(self.progress())
             if time.monotonic() > deadline:
                 break
 
@@ -864,6 +869,7 @@ class Simulation:
             try:
                 # Through the raw client: this is another writer, not the node.
                 self.raw_client.patch_pod_status(pod.namespace, pod.name, msgspec.json.encode(patch))
+                self.controller_writes += 1
             except ApiError as err:
                 log.info("readiness gate controller: %s", err)
                 self._gates_set.discard(pod.uid)
@@ -991,4 +997,5 @@ class Simulation:
             elapsed=elapsed,
             settled=settled,
             watch_errors=self.agent.watch_errors,
+            controller_writes=self.controller_writes,
         )
