@@ -18,13 +18,12 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
-from podstatus import Pod, PodStatus
+from podstatus import Pod, PodStatus, simulator
 from podstatus.conditions import is_terminal_phase
 from podstatus.errors import ApiError
 from podstatus.patch import (
@@ -62,19 +61,8 @@ def reports() -> list[str]:
 # --- invariants ---------------------------------------------------------------------------
 
 
-@dataclass
-class Invariant:
-    name: str
-    checked: int = 0
-    violations: int = 0
-    examples: list[str] = field(default_factory=list)
-
-    def check(self, ok: bool, detail: Callable[[], str]) -> None:
-        self.checked += 1
-        if not ok:
-            self.violations += 1
-            if len(self.examples) < 5:
-                self.examples.append(detail())
+# The simulator's counter of checks and violations serves here too.
+Invariant = simulator.Invariant
 
 
 def illegal_transitions(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
