@@ -118,7 +118,7 @@ def test_simulate_against_real_apiserver(real_apiserver: str, mode: str, args: t
     assert int(phases["created"]) == pods, phases
     requests = parse_table(output, "Requests by verb")
     assert int(requests["patch"]) > 0 and int(requests["delete"]) > 0, requests
-    per_change = float(requests["get+patch per synced change"])
+    per_change = float(requests["node get+patch per synced change"])
     if mode == "kubelet":
         assert per_change >= 1.8, requests  # a GET before every PATCH
     else:
