@@ -215,7 +215,6 @@ class Manager:
         self._in_flight: set[str] = set()
         self._queue_cond = threading.Condition(self._lock)
         self._seq = itertools.count()
-        self._passes = 0
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -543,7 +542,6 @@ class Manager:
         if self._client is None:
             return 0
         chosen = self._choose(all)
-        self._passes += 1
         if self._opts.workers == 1 or not self._workers:
             for i, (uid, status_uid, reconcile) in enumerate(chosen):
                 if self._stopping.is_set() and not wait:

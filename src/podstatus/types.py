@@ -321,15 +321,6 @@ def _merge_extras(data: Any) -> None:
             _merge_extras(value)
 
 
-def as_utc(value: datetime) -> datetime:
-    """A timezone-aware UTC datetime (naive ones are taken to be UTC)."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    if value.tzinfo is UTC:
-        return value
-    return value.astimezone(UTC)
-
-
 # --- metadata -------------------------------------------------------------------
 
 
