@@ -40,6 +40,7 @@ from .conditions import (
 from .errors import ApiError, GoneError
 from .manager import Manager, SyncRecord, new_manager
 from .podmanager import BasicPodManager
+from .statusutil import check_container_state_transition
 from .types import (
     ContainerState,
     ContainerStateRunning,
@@ -696,21 +697,8 @@ class InvariantChecker:
 
 
 def _legal_transition(before: Pod, after: Pod) -> bool:
-    policy = after.spec.restart_policy or "Always"
-    if policy == "Always":
-        return True
-    sidecars = {c.name for c in after.spec.init_containers or () if c.restart_policy == "Always"}
-    for attr in ("container_statuses", "init_container_statuses"):
-        new = {cs.name: cs for cs in getattr(after.status, attr) or ()}
-        for old in getattr(before.status, attr) or ():
-            if old.name in sidecars or old.state.terminated is None:
-                continue
-            if old.state.terminated.exit_code != 0 and policy == "OnFailure":
-                continue
-            cs = new.get(old.name)
-            if cs is not None and cs.state.terminated is None:
-                return False
-    return True
+    # The same rule the manager applies before caching (SPEC 4.2 step 2), here to what the server holds.
+    return check_container_state_transition(before.status, after.status, after.spec) is None
 
 
 class CheckedClient:

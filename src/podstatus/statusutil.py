@@ -8,7 +8,7 @@ input, so the common case (an already normal status) allocates nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ from .conditions import (
     POD_READY,
     POD_READY_TO_START_CONTAINERS,
     POD_SCHEDULED,
+    get_condition,
     is_kubelet_owned,
     is_kubelet_shared,
     is_restartable_init_container,
@@ -367,13 +368,6 @@ def normalize_status(spec: PodSpec, status: PodStatus, known: PodStatus | None =
 # --- comparison --------------------------------------------------------------------
 
 
-def get_condition(conditions: Iterable[PodCondition] | None, condition_type: str) -> PodCondition | None:
-    for c in conditions or ():
-        if c.type == condition_type:
-            return c
-    return None
-
-
 def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
     """SPEC 4.2 step 7: equal as the kubelet sees it.
 
@@ -385,14 +379,9 @@ def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
     if old.conditions == new.conditions:
         # Same conditions: every owned one has its twin. One C-level compare settles the rest.
         return old == new
-    old_conditions = old.conditions or ()
     for c in new.conditions or ():
         if is_kubelet_owned(c.type) or is_kubelet_shared(c.type):
-            oc = None
-            for o in old_conditions:
-                if o.type == c.type:
-                    oc = o
-                    break
+            oc = get_condition(old.conditions, c.type)
             if oc is None or oc.status != c.status or oc.message != c.message or oc.reason != c.reason:
                 return False
     return old.replace(conditions=new.conditions) == new
