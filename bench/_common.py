@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
-FIXTURE = Path(os.environ.get("PODSTATUS_FIXTURE", ROOT.parent / "shared" / "fixtures" / "pod-running.json"))
+# The repository's own copy of the realistic pod; PODSTATUS_FIXTURES may name another folder.
+FIXTURE = Path(os.environ.get("PODSTATUS_FIXTURES", ROOT / "tests" / "fixtures")) / "pod-running.json"
 
 
 def fixture_bytes() -> bytes:

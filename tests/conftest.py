@@ -1,4 +1,4 @@
-"""Shared test helpers: where the shared fixtures are."""
+"""Shared test helpers: where the fixtures are."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# ../shared beside the checkout (as CI lays it out), or PODSTATUS_SHARED.
-SHARED = Path(os.environ.get("PODSTATUS_SHARED", ROOT.parent / "shared"))
-POD_RUNNING = SHARED / "fixtures" / "pod-running.json"
+# The repository's own copy (tests/fixtures), or PODSTATUS_FIXTURES: nothing outside the clone.
+FIXTURES = Path(os.environ.get("PODSTATUS_FIXTURES", ROOT / "tests" / "fixtures"))
+POD_RUNNING = FIXTURES / "pod-running.json"
 
 
 @pytest.fixture
 def pod_running_dict() -> dict[str, Any]:
-    """The realistic pod of shared/fixtures, as a fresh dict."""
+    """The realistic pod of tests/fixtures, as a fresh dict."""
     if not POD_RUNNING.exists():
-        pytest.fail(f"fixture not found: {POD_RUNNING} (set PODSTATUS_SHARED to the shared/ folder)")
+        pytest.fail(f"fixture not found: {POD_RUNNING} (PODSTATUS_FIXTURES points to the folder holding it)")
     result: dict[str, Any] = json.loads(POD_RUNNING.read_text(encoding="utf-8"))
     return result

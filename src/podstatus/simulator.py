@@ -20,6 +20,7 @@ import logging
 import random
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from .conditions import (
 from .errors import ApiError, GoneError
 from .manager import Manager, SyncRecord, new_manager
 from .podmanager import BasicPodManager
+from .qos import compute_pod_qos
 from .statusutil import check_container_state_transition
 from .types import (
     ContainerState,
@@ -165,6 +167,7 @@ class SimPod:
     stopped: bool = False  # every container has stopped after a delete
     done: bool = False  # the agent has nothing more to do for it
     pod_ip: str = ""
+    qos_class: str = "BestEffort"  # the pod's own (immutable once the API server set it)
     generation: int = 0  # bumps on every change: stale timer events are dropped
 
     @property
@@ -179,6 +182,27 @@ class SimPod:
 
 
 # --- the node agent ----------------------------------------------------------------
+
+
+def node_system_info(node_name: str) -> dict[str, str]:
+    """``status.nodeInfo`` with every field NodeSystemInfo requires (clients refuse a Node without them).
+
+    The IDs are stable per node name (a restarted agent reports the same machine) and
+    in the forms a kubelet reports: a 32-hex machine ID, UUIDs for the system and boot.
+    """
+    machine = uuid.uuid5(uuid.NAMESPACE_DNS, f"{node_name}.nodes.podstatus")
+    return {
+        "machineID": machine.hex,
+        "systemUUID": str(uuid.uuid5(machine, "system")),
+        "bootID": str(uuid.uuid5(machine, "boot")),
+        "kernelVersion": "6.1.0-podstatus",
+        "osImage": "podstatus simulated node",
+        "containerRuntimeVersion": "podstatus://0.1.0",
+        "kubeletVersion": "v1.37.0-podstatus",
+        "kubeProxyVersion": "",
+        "operatingSystem": "linux",
+        "architecture": "amd64",
+    }
 
 
 class _Safety:
@@ -260,11 +284,7 @@ class NodeAgent:
                 ],
                 "capacity": {"cpu": "64", "memory": "256Gi", "pods": "10000"},
                 "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "10000"},
-                "nodeInfo": {
-                    "kubeletVersion": "v1.37.0-podstatus",
-                    "architecture": "amd64",
-                    "operatingSystem": "linux",
-                },
+                "nodeInfo": node_system_info(self.node_name),
                 "addresses": [{"type": "InternalIP", "address": "10.20.0.1"}],
             },
         }
@@ -415,6 +435,7 @@ class NodeAgent:
             inits=inits,
             containers=containers,
             pod_ip=f"10.244.{(n // 250) % 250}.{n % 250 + 1}",
+            qos_class=pod.status.qos_class or compute_pod_qos(pod.spec.to_dict()),
         )
 
     # -- timers ------------------------------------------------------------------------
@@ -615,7 +636,7 @@ class NodeAgent:
             pod_ips=(PodIP(ip=sim.pod_ip),) if sim.sandbox_ready else None,
             init_container_statuses=tuple(init_statuses) if init_statuses else None,
             container_statuses=tuple(statuses),
-            qos_class="Burstable",
+            qos_class=sim.qos_class,
         )
 
     def _publish(self, sim: SimPod) -> None:

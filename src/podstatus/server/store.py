@@ -51,6 +51,7 @@ from ..patch import (
     apply_json_patch,
     apply_strategic_merge_patch,
 )
+from ..qos import compute_pod_qos
 from ..types import InvalidObjectError, Pod
 from .selectors import FieldSelector, LabelSelector, SelectorError
 
@@ -312,7 +313,13 @@ def _default_containers(containers: Any) -> None:
         c.setdefault("terminationMessagePolicy", "File")
         if isinstance(c.get("image"), str):
             c.setdefault("imagePullPolicy", _image_pull_policy(c["image"]))
-        c.setdefault("resources", {})
+        resources = c.setdefault("resources", {})
+        # SetDefaults_Pod: a resource with a limit and no request is requested at its limit.
+        if isinstance(resources, dict) and isinstance(resources.get("limits"), dict) and resources["limits"]:
+            requests = resources.setdefault("requests", {})
+            if isinstance(requests, dict):
+                for name, value in resources["limits"].items():
+                    requests.setdefault(name, value)
         ports = c.get("ports")
         for port in ports if isinstance(ports, list) else ():
             if isinstance(port, dict):
@@ -397,8 +404,6 @@ def _go_json_type(value: Any) -> str:
 
 
 def _qos_class(spec: dict[str, Any]) -> str:
-    requests_seen = False
-    guaranteed = True
     for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
         res = c.get("resources") or {} if isinstance(c, dict) else {}
         if not isinstance(res, dict):
@@ -408,16 +413,7 @@ def _qos_class(spec: dict[str, Any]) -> str:
                 f"{_go_json_type(res)} into Go struct field Container.spec.containers.resources "
                 "of type v1.ResourceRequirements"
             )
-        req = res.get("requests") or {}
-        lim = res.get("limits") or {}
-        if req or lim:
-            requests_seen = True
-        for name in ("cpu", "memory"):
-            if name not in lim or str(req.get(name, lim[name])) != str(lim[name]):
-                guaranteed = False
-    if not requests_seen:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
+    return compute_pod_qos(spec)
 
 
 def _validate_pod_spec(spec: Any, errors: list[FieldError]) -> None:
