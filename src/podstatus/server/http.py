@@ -27,7 +27,7 @@ import msgspec
 
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
-from . import discovery
+from . import bodies, discovery
 from .store import RESOURCES, Event, Store, Stored, Watch, bad_request
 
 __all__ = [
@@ -224,6 +224,8 @@ class ApiHandler:
         if sub is not None:
             if sub == "binding" and resource == "pods" and method == "POST":
                 return self._bind(req, namespace or "", name)
+            if sub == "eviction" and resource == "pods" and method == "POST":
+                return self._evict(req, namespace or "", name)
             if sub != "status" or resource == "namespaces":
                 return _status_error(404, "NotFound", _NOT_FOUND)
             if method not in ("GET", "PUT", "PATCH"):
@@ -247,17 +249,9 @@ class ApiHandler:
         return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
 
     @staticmethod
-    def _json_body(req: Request) -> bytes:
-        ctype = req.header("content-type").split(";")[0].strip().lower()
-        if ctype not in ("", _JSON, "*/*"):
-            # kube-apiserver's words (it also reads YAML and protobuf; this server reads JSON only).
-            message = (
-                "the body of the request was in an unknown format - accepted media types include: "
-                "application/json, application/yaml, application/vnd.kubernetes.protobuf"
-            )
-            raise ApiError(message, code=415, reason="UnsupportedMediaType",
-                           status=status_body(415, "UnsupportedMediaType", message))  # fmt: skip
-        return req.body
+    def _json_body(req: Request) -> Any:
+        """The request's object: JSON bytes as sent, or a protobuf body decoded to its JSON form."""
+        return bodies.decode_object(req.header("content-type"), req.body)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -396,24 +390,8 @@ class ApiHandler:
 
     @staticmethod
     def _delete_options(req: Request) -> tuple[int | None, str | None, str | None]:
-        grace = _int_param(req.query, "gracePeriodSeconds")
-        uid = rv = None
-        if req.body.strip():
-            try:
-                opts = _decode(req.body)
-            except msgspec.DecodeError as err:
-                raise bad_request(f"invalid DeleteOptions: {err}") from None
-            if not isinstance(opts, dict):
-                raise bad_request("invalid DeleteOptions: not a JSON object")
-            if opts.get("gracePeriodSeconds") is not None:
-                if not isinstance(opts["gracePeriodSeconds"], int):
-                    raise bad_request("invalid DeleteOptions: gracePeriodSeconds must be an integer")
-                grace = opts["gracePeriodSeconds"]
-            pre = opts.get("preconditions") or {}
-            if isinstance(pre, dict):
-                uid = pre.get("uid")
-                rv = pre.get("resourceVersion")
-        return grace, uid, rv
+        opts = bodies.decode_options(req.header("content-type"), req.body, "DeleteOptions")
+        return _parse_delete_options(opts, _int_param(req.query, "gracePeriodSeconds"))
 
     def _delete(self, req: Request, resource: str, namespace: str | None, name: str) -> Response:
         grace, uid, rv = self._delete_options(req)
@@ -447,17 +425,69 @@ class ApiHandler:
 
     def _bind(self, req: Request, namespace: str, name: str) -> Response:
         self.counter.inc("create")
-        try:
-            body = _decode(self._json_body(req))
-        except msgspec.DecodeError as err:
-            raise bad_request(f"invalid Binding: {err}") from None
-        target = body.get("target") if isinstance(body, dict) else None
+        body = bodies.decode_options(req.header("content-type"), req.body, "Binding") or {}
+        target = body.get("target")
         node = target.get("name") if isinstance(target, dict) else None
         if not isinstance(node, str) or not node:
             raise bad_request("invalid Binding: target.name is required")
         self.store.bind(namespace, name, node)
-        ok = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-        return Response.json(201, ok)
+        return Response.json(201, _SUCCESS_201)
+
+    def _evict(self, req: Request, namespace: str, name: str) -> Response:
+        """policy/v1 Eviction: a graceful delete with the eviction's DeleteOptions.
+
+        This server has no PodDisruptionBudgets, so every eviction is allowed, as in a
+        cluster with none.
+        """
+        self.counter.inc("create")
+        body = bodies.decode_options(req.header("content-type"), req.body, "Eviction") or {}
+        if body.get("kind", "Eviction") != "Eviction" or body.get("apiVersion", "policy/v1") not in (
+            "policy/v1",
+            "policy/v1beta1",
+        ):
+            raise bad_request(
+                f"invalid Eviction: kind {body.get('kind')!r} apiVersion {body.get('apiVersion')!r}"
+            )
+        meta = body.get("metadata") or {}
+        if not isinstance(meta, dict):
+            raise bad_request("invalid Eviction: metadata must be an object")
+        if meta.get("name") not in (None, "", name):
+            raise bad_request("name in URL does not match name in Eviction object")
+        if meta.get("namespace") not in (None, "", namespace):
+            raise bad_request("namespace in URL does not match namespace in Eviction object")
+        opts = body.get("deleteOptions")
+        if opts is not None and not isinstance(opts, dict):
+            raise bad_request("invalid Eviction: deleteOptions must be an object")
+        if opts and opts.get("dryRun"):
+            # Refuse rather than evict for real what the client meant as a rehearsal.
+            raise bad_request("dryRun is not supported by this server")
+        grace, uid, rv = _parse_delete_options(opts, None)
+        self.store.delete("pods", namespace, name, grace_period_seconds=grace, uid=uid, resource_version=rv)
+        return Response.json(201, _SUCCESS_201)
+
+
+_SUCCESS_201 = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _parse_delete_options(
+    opts: Mapping[str, Any] | None, grace: int | None
+) -> tuple[int | None, str | None, str | None]:
+    """(gracePeriodSeconds, preconditions.uid, preconditions.resourceVersion) from DeleteOptions.
+
+    The body's grace period wins over the query's, as in kube-apiserver.
+    """
+    uid = rv = None
+    if opts is None:
+        return grace, uid, rv
+    if opts.get("gracePeriodSeconds") is not None:
+        if not isinstance(opts["gracePeriodSeconds"], int) or isinstance(opts["gracePeriodSeconds"], bool):
+            raise bad_request("invalid DeleteOptions: gracePeriodSeconds must be an integer")
+        grace = opts["gracePeriodSeconds"]
+    pre = opts.get("preconditions") or {}
+    if isinstance(pre, dict):
+        uid = pre.get("uid")
+        rv = pre.get("resourceVersion")
+    return grace, uid, rv
 
 
 _TABLE_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
