@@ -31,7 +31,7 @@ __all__ = ["MAGIC", "PROTOBUF", "ProtobufError", "decode", "decode_message", "ki
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
-# Deeper than any served object nests; bounds recursion on hostile input.
+# The served types do not recurse; this guards a recursive type added to the schema later.
 _MAX_DEPTH = 64
 
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
