@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from clientgo_build import build, go_binary, module_dir
-from podstatus.server import EmbeddedApiServer
-from podstatus.server import protobuf
+from podstatus.server import EmbeddedApiServer, protobuf
 
 pytestmark = [
     pytest.mark.timeout(1800),
