@@ -9,10 +9,12 @@ reset (``Response(abort=True)``), without touching the API logic.
 
 from __future__ import annotations
 
+import base64
 import logging
 import select
 import signal
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -27,7 +29,7 @@ import msgspec
 
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
-from . import bodies, discovery
+from . import bodies, discovery, security
 from .store import RESOURCES, Event, Store, Stored, Watch, bad_request
 
 __all__ = [
@@ -576,7 +578,7 @@ class _Handler(BaseHTTPRequestHandler):
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
             )
-            response = owner.dispatch(request)
+            response = owner.authenticate(request) or owner.dispatch(request)
         if response.abort:
             self._reset()
             return
@@ -639,6 +641,10 @@ class _Handler(BaseHTTPRequestHandler):
             readable, _, _ = select.select([self.connection], [], [], 0)
             if not readable:
                 return False
+            if isinstance(self.connection, ssl.SSLSocket):
+                # No peeking through TLS; a client sends nothing while it reads a watch, so
+                # anything readable is its close_notify or its FIN.
+                return True
             return self.connection.recv(1, socket.MSG_PEEK) == b""
         except OSError:
             return True
@@ -658,6 +664,11 @@ class EmbeddedApiServer:
     validation, and terminating pods removed when their grace period runs out);
     ``False`` for both behaves as kube-apiserver v1.37.2 with no kubelet. With
     a ``store`` given they default to the store's settings and must agree with them.
+
+    ``token``: when set, every request must carry ``Authorization: Bearer <token>``
+    (else 401); ``tls``: serve HTTPS with this material, or ``True`` for fresh material
+    for loopback and ``host`` (see :mod:`.security`). Both default to off, for tests and
+    in-process use; ``podstatus serve`` turns the token on. Both go into :meth:`kubeconfig`.
     """
 
     def __init__(
@@ -671,8 +682,20 @@ class EmbeddedApiServer:
         bookmark_interval: float = 60.0,
         strict_status: bool | None = None,
         reap_terminating: bool | None = None,
+        token: str | None = None,
+        tls: security.TlsMaterial | bool = False,
     ) -> None:
         self.host = host
+        if token is not None and not token:
+            raise ValueError("token must not be empty")
+        self.token = token
+        self.tls: security.TlsMaterial | None = (
+            security.generate_tls([host])
+            if tls is True
+            else tls
+            if isinstance(tls, security.TlsMaterial)
+            else None
+        )
         self.port = port
         if store is None:
             store = Store(
@@ -705,7 +728,15 @@ class EmbeddedApiServer:
         if self._httpd is None:
             raise RuntimeError("the server is not started")
         host = self.host if ":" not in self.host else f"[{self.host}]"
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{host}:{self.port}"
+
+    def authenticate(self, request: Request) -> Response | None:
+        """None when the request may go on; else kube-apiserver's 401."""
+        if self.token is None or security.bearer_ok(request.header("authorization"), self.token):
+            return None
+        log.info("unauthenticated request refused", extra={"method": request.method, "path": request.path})
+        return _status_error(401, "Unauthorized", "Unauthorized")
 
     def start(self) -> EmbeddedApiServer:
         if self._httpd is not None:
@@ -714,6 +745,11 @@ class EmbeddedApiServer:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         server_class = type("_Server", (_HttpServer,), {"address_family": family})
         httpd = server_class((self.host, self.port), _Handler)
+        if self.tls is not None:
+            # The handshake happens on the handler's thread, at its first read, so a slow
+            # client never holds up accept().
+            context = security.server_context(self.tls)
+            httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
         httpd.owner = self
         self.port = httpd.server_address[1]
         self._httpd = httpd
@@ -724,6 +760,13 @@ class EmbeddedApiServer:
         for t in self._threads:
             t.start()
         log.info("embedded API server listening on %s", self.url)
+        if not security.is_loopback(self.host):
+            log.warning(
+                "the embedded API server listens on %s, reachable from other machines%s",
+                self.host,
+                "" if self.token else ", with NO authentication",
+                extra={"host": self.host, "token": self.token is not None, "tls": self.tls is not None},
+            )
         return self
 
     def stop(self) -> None:
@@ -754,12 +797,16 @@ class EmbeddedApiServer:
                 log.exception("reaping terminating pods failed")
 
     def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
-        """A kubeconfig (as a dict) pointing at this server: plain HTTP, no auth."""
+        """A kubeconfig (as a dict) pointing at this server, with its CA and token when it has them."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.tls is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.tls.ca_pem).decode("ascii")
+        user: dict[str, Any] = {"token": self.token} if self.token else {}
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "podstatus", "cluster": {"server": self.url}}],
-            "users": [{"name": "podstatus", "user": {}}],
+            "clusters": [{"name": "podstatus", "cluster": cluster}],
+            "users": [{"name": "podstatus", "user": user}],
             "contexts": [
                 {
                     "name": "podstatus",
@@ -771,11 +818,12 @@ class EmbeddedApiServer:
         }
 
     def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
-        """Write :meth:`kubeconfig` to ``path`` (JSON is valid YAML); returns the path."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(msgspec.json.format(_encode(self.kubeconfig(namespace=namespace))) + b"\n")
-        return target
+        """Write :meth:`kubeconfig` to ``path`` (JSON is valid YAML); returns the path.
+
+        Mode 0600, never through a symlink (:func:`.security.write_private`): it may hold a token.
+        """
+        data = msgspec.json.format(_encode(self.kubeconfig(namespace=namespace))) + b"\n"
+        return security.write_private(path, data)
 
 
 def serve(
@@ -785,6 +833,8 @@ def serve(
     *,
     store: Store | None = None,
     ready: Callable[[EmbeddedApiServer], None] | None = None,
+    token: str | None = None,
+    tls: security.TlsMaterial | bool = False,
 ) -> None:
     """Run a server until SIGINT or SIGTERM (call from the main thread).
 
@@ -798,7 +848,7 @@ def serve(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with EmbeddedApiServer(host, port, store=store) as server:
+        with EmbeddedApiServer(host, port, store=store, token=token, tls=tls) as server:
             if kubeconfig_path is not None:
                 server.write_kubeconfig(kubeconfig_path)
             log.info("serving the Kubernetes API on %s", server.url)
