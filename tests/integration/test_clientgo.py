@@ -32,9 +32,10 @@ def clientgo() -> Path:
     return binary
 
 
-@pytest.fixture
-def server() -> Iterator[EmbeddedApiServer]:
-    with EmbeddedApiServer() as srv:
+@pytest.fixture(params=["plain", "tls+token"])
+def server(request: pytest.FixtureRequest) -> Iterator[EmbeddedApiServer]:
+    secure = request.param == "tls+token"
+    with EmbeddedApiServer(token="t0ken" if secure else None, tls=secure) as srv:
         yield srv
 
 
