@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--tls",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="serve HTTPS with a fresh CA, written into the kubeconfig (default: on unless --host is loopback)",
+        help="serve HTTPS with a fresh CA, written into the kubeconfig (default: on; --no-tls needs --no-token)",
     )
 
     sim = sub.add_parser("simulate", help="run a simulated node agent (the main job)")
@@ -142,7 +142,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     console = Console()
     loopback = security.is_loopback(args.host)
-    tls = (not loopback) if args.tls is None else args.tls
+    # client-go (kubectl) reads a kubeconfig's credentials only for an https server: a token
+    # over plain HTTP would never be sent, so the token brings TLS with it.
+    tls = (args.token or not loopback) if args.tls is None else args.tls
+    if args.token and not tls:
+        raise ValueError("--no-tls needs --no-token: kubectl and client-go send a token only over https")
     token = security.generate_token() if args.token else None
     if not loopback:
         # Loud on purpose: the server's whole state is open to whoever can reach it.

@@ -191,12 +191,25 @@ def _serve(tmp_path: Path, *args: str) -> tuple[str, dict[str, object]]:
     return stderr, config
 
 
-def test_serve_defaults_loopback_token_no_tls(tmp_path: Path) -> None:
+def test_serve_defaults_to_a_token_and_tls_on_loopback(tmp_path: Path) -> None:
     stderr, config = _serve(tmp_path)
     assert "warning" not in stderr
     cluster = config["clusters"][0]["cluster"]  # type: ignore[index]
-    assert cluster["server"].startswith("http://127.0.0.1:")
+    assert cluster["server"].startswith("https://127.0.0.1:") and cluster["certificate-authority-data"]
     assert len(config["users"][0]["user"]["token"]) >= 40  # type: ignore[index]
+    (tmp_path / "open").mkdir()
+    _, config = _serve(tmp_path / "open", "--no-token")
+    assert config["clusters"][0]["cluster"] == {"server": config["clusters"][0]["cluster"]["server"]}  # type: ignore[index]
+    assert config["clusters"][0]["cluster"]["server"].startswith("http://")  # type: ignore[index]
+
+
+def test_serve_refuses_a_token_without_tls(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "podstatus.cli", "serve", "--port", "0", "--no-tls",
+         "--kubeconfig", str(tmp_path / "kc")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "--no-tls needs --no-token" in proc.stderr
 
 
 def test_serve_on_a_non_loopback_host_warns_on_stderr_and_defaults_to_tls(tmp_path: Path) -> None:

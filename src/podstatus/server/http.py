@@ -668,7 +668,8 @@ class EmbeddedApiServer:
     ``token``: when set, every request must carry ``Authorization: Bearer <token>``
     (else 401); ``tls``: serve HTTPS with this material, or ``True`` for fresh material
     for loopback and ``host`` (see :mod:`.security`). Both default to off, for tests and
-    in-process use; ``podstatus serve`` turns the token on. Both go into :meth:`kubeconfig`.
+    in-process use; ``podstatus serve`` turns both on. Both go into :meth:`kubeconfig`;
+    note that client-go and kubectl use a kubeconfig's token only with an https server.
     """
 
     def __init__(
