@@ -26,6 +26,7 @@ compare our answers with a real server's see the same keys.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -231,12 +232,15 @@ class _Raw(FieldError):
         return f"{text}: {self.detail}" if self.detail else text
 
 
-def _go_struct_taint(taint: dict[str, Any]) -> str:
+def _taint_json(taint: dict[str, Any]) -> str:
+    # The internal Taint printed as JSON (no json tags: Go's field names).
     added = taint.get("timeAdded")
-    return (
-        f'core.Taint{{Key:"{taint.get("key") or ""}", Value:"{taint.get("value") or ""}", '
-        f'Effect:"{taint.get("effect") or ""}", TimeAdded:{"<nil>" if added is None else "(*v1.Time)"}}}'
-    )
+    fields = {
+        "Key": taint.get("key") or "",
+        "Value": taint.get("value") or "",
+        "Effect": taint.get("effect") or "",
+    }
+    return json.dumps({**fields, "TimeAdded": added}, separators=(",", ":"))
 
 
 def validate_taints(taints: Any, errors: list[FieldError]) -> None:
@@ -247,7 +251,8 @@ def validate_taints(taints: Any, errors: list[FieldError]) -> None:
     for i, taint in enumerate(taints):
         if not isinstance(taint, dict):
             continue
-        path = f"spec.taints[{i}]"
+        # kube-apiserver v1.37 names the field under metadata (it passes that path down).
+        path = f"metadata.taints[{i}]"
         key = taint.get("key") or ""
         key = key if isinstance(key, str) else ""
         for msg in qualified_name_errors(key):
@@ -267,7 +272,7 @@ def validate_taints(taints: Any, errors: list[FieldError]) -> None:
                 _Raw(
                     path,
                     "Duplicate value",
-                    _go_struct_taint(taint),
+                    _taint_json(taint),
                     "taints must be unique by key and effect pair",
                 )
             )

@@ -107,7 +107,7 @@ class ResourceInfo:
     """
 
     __slots__ = (
-        "api_version", "group", "has_status", "key", "kind", "list_kind", "merge_keys", "name",
+        "api_version", "group", "has_status", "key", "kind", "kind_group", "list_kind", "merge_keys", "name",
         "namespaced", "singular", "storage", "strategy", "version",
     )  # fmt: skip
 
@@ -137,6 +137,8 @@ class ResourceInfo:
         self.storage = storage or self.key
         self.has_status = has_status
         self.strategy = strategy
+        # The group of the kind validation errors name: the storage's (events.k8s.io's are core Events).
+        self.kind_group = group if storage is None else ""
 
     def view(self, stored: Stored) -> Stored:
         """``stored`` in this resource's wire form (the same object unless the strategy converts)."""
@@ -252,9 +254,15 @@ class Event:
 # --- errors as the real server words them ---------------------------------------------
 
 
+def _details(resource: str, name: str) -> dict[str, Any]:
+    # "leases.coordination.k8s.io": the details name the group apart (none for the core group).
+    plural, _, group = resource.partition(".")
+    return {"name": name, "group": group, "kind": plural} if group else {"name": name, "kind": plural}
+
+
 def not_found(resource: str, name: str) -> NotFoundError:
     message = f'{resource} "{name}" not found'
-    return NotFoundError(message, status=status_body(404, "NotFound", message, name=name, kind=resource))
+    return NotFoundError(message, status=status_body(404, "NotFound", message, **_details(resource, name)))
 
 
 def already_exists(resource: str, name: str) -> ConflictError:
@@ -262,13 +270,13 @@ def already_exists(resource: str, name: str) -> ConflictError:
     return ConflictError(
         message,
         reason="AlreadyExists",
-        status=status_body(409, "AlreadyExists", message, name=name, kind=resource),
+        status=status_body(409, "AlreadyExists", message, **_details(resource, name)),
     )
 
 
 def conflict(resource: str, name: str, why: str) -> ConflictError:
     message = f'Operation cannot be fulfilled on {resource} "{name}": {why}'
-    return ConflictError(message, status=status_body(409, "Conflict", message, name=name, kind=resource))
+    return ConflictError(message, status=status_body(409, "Conflict", message, **_details(resource, name)))
 
 
 _MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
@@ -329,10 +337,12 @@ class FieldError:
         }
 
 
-def invalid(kind: str, name: str, errors: list[FieldError]) -> UnprocessableEntityError:
+def invalid(kind: str, name: str, errors: list[FieldError], group: str = "") -> UnprocessableEntityError:
     text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
-    message = f'{kind} "{name}" is invalid: {text}'
-    body = status_body(422, "Invalid", message, name=name, kind=kind, causes=[e.cause() for e in errors])
+    qualified = f"{kind}.{group}" if group else kind
+    message = f'{qualified} "{name}" is invalid: {text}'
+    where = {"name": name, "group": group, "kind": kind} if group else {"name": name, "kind": kind}
+    body = status_body(422, "Invalid", message, **where, causes=[e.cause() for e in errors])
     return UnprocessableEntityError(message, status=body)
 
 
@@ -1004,7 +1014,7 @@ class Store:
             obj.setdefault("spec", {})
             obj.setdefault("status", {})
         if errors:
-            raise invalid(info.kind, name or generate, errors)
+            raise invalid(info.kind, name or generate, errors, info.kind_group)
         with self._lock:
             self._maybe_reap()
             bucket = self._bucket(info, namespace)
@@ -1014,7 +1024,7 @@ class Store:
                 check: builtins.list[FieldError] = []
                 _check_subdomain(name, "metadata.name", check)
                 if check:
-                    raise invalid(info.kind, name, check)
+                    raise invalid(info.kind, name, check, info.kind_group)
             if name in bucket:
                 raise already_exists(info.key, name)
             rv = self._rv + 1
@@ -1271,7 +1281,9 @@ class Store:
     def _check_subresource(info: ResourceInfo, subresource: str | None) -> None:
         if subresource not in (None, "", "status") or (not info.has_status and subresource):
             message = "the server could not find the requested resource"
-            raise NotFoundError(message, status=status_body(404, "NotFound", message))
+            status = status_body(404, "NotFound", message)
+            status["details"] = {}
+            raise NotFoundError(message, status=status)
 
     @staticmethod
     def _private_copy(body: Any, info: ResourceInfo) -> dict[str, Any]:
@@ -1460,7 +1472,7 @@ class Store:
         if is_pod and subresource == "status":
             _validate_pod_status(current.obj, obj, errors, strict=self._strict_status)
         if errors:
-            raise invalid(info.kind, name, errors)
+            raise invalid(info.kind, name, errors, info.kind_group)
         if (pod == current.pod) if is_pod else (obj == current.obj):
             return current  # nothing changed: no new resourceVersion, no event (as the real server)
         if (
