@@ -244,7 +244,10 @@ class ApiHandler:
             if sub == "binding" and resource == "pods" and method == "POST":
                 return self._bind(req, namespace or "", name)
             if sub != "status" or not info.has_status:
-                return _status_error(404, "NotFound", _NOT_FOUND)
+                # As kube-apiserver answers for a subresource it does not serve (empty details).
+                body = status_body(404, "NotFound", _NOT_FOUND)
+                body["details"] = {}
+                return Response.json(404, body)
             if method not in ("GET", "PUT", "PATCH"):
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
         if method == "GET":

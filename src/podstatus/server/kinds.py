@@ -297,18 +297,51 @@ def _label_value_errors(value: str) -> list[str]:
     return errs
 
 
+_NODE_INFO = (
+    "machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
+    "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture",
+)  # fmt: skip
+
+
+def _node_status(status: Any) -> Any:
+    """The status as the server prints it: unset condition times null, every nodeInfo field,
+    the kubelet endpoint (Go structs, never omitted). A new dict: the given one may be shared."""
+    if not isinstance(status, dict):
+        return status
+    out = dict(status)
+    conditions = status.get("conditions")
+    if isinstance(conditions, list):
+        out["conditions"] = [
+            {"lastHeartbeatTime": None, "lastTransitionTime": None, **c} if isinstance(c, dict) else c
+            for c in conditions
+        ]
+    info = status.get("nodeInfo")
+    if info is None or isinstance(info, dict):
+        out["nodeInfo"] = {**dict.fromkeys(_NODE_INFO, ""), **(info or {})}
+    if out.get("daemonEndpoints") is None:
+        out["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 0}}
+    return out
+
+
 class NodeStrategy(Strategy):
-    """Nodes: the spec rules of ValidateNode / ValidateNodeUpdate that a node agent meets."""
+    """Nodes: the spec rules of ValidateNode / ValidateNodeUpdate that a node agent meets.
+
+    Unlike kube-apiserver, a new Node does not get the ``node.kubernetes.io/not-ready``
+    taint (its TaintNodesByCondition admission): there is no node lifecycle
+    controller here to take it off once the node is Ready.
+    """
 
     def prepare_create(self, obj: dict[str, Any], errors: list[FieldError]) -> None:
         spec = obj.setdefault("spec", {})
-        obj.setdefault("status", {})
+        obj["status"] = _node_status(obj.get("status") or {})
         if isinstance(spec, dict):
             validate_taints(spec.get("taints"), errors)
 
     def prepare_update(
         self, old: dict[str, Any], obj: dict[str, Any], subresource: str | None, errors: list[FieldError]
     ) -> None:
+        if subresource == "status":
+            obj["status"] = _node_status(obj.get("status"))
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
