@@ -12,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -182,6 +184,29 @@ func cmdRun(kubeconfig string) (code int) {
 	}
 	err = cs.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "no-such-pod", Namespace: ns}})
 	must(apierrors.IsNotFound(err), "evict a missing pod: want 404, got %v", err)
+
+	// Node heartbeat and events, as a node agent sends them (protobuf).
+	renew := metav1.NewMicroTime(time.Now().UTC().Truncate(time.Microsecond))
+	leases := cs.CoordinationV1().Leases("kube-node-lease")
+	lease, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "clientgo-node"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("clientgo-node"), LeaseDurationSeconds: ptr(int32(40)), RenewTime: &renew}}, metav1.CreateOptions{})
+	check(err, "create lease")
+	must(lease.Spec.RenewTime != nil && lease.Spec.RenewTime.Equal(&renew), "lease renewTime %v, want %v", lease.Spec.RenewTime, renew)
+	later := metav1.NewMicroTime(renew.Add(10 * time.Second))
+	lease.Spec.RenewTime = &later
+	lease, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	check(err, "update lease")
+	must(lease.Spec.RenewTime.Equal(&later), "lease renewTime after update %v, want %v", lease.Spec.RenewTime, later)
+	_, err = cs.CoreV1().Events(ns).Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "clientgo-a.1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "clientgo-a", UID: pod.UID, APIVersion: "v1"},
+		Reason:         "Started", Message: "Started container app", Type: corev1.EventTypeNormal, Count: 1,
+		Source: corev1.EventSource{Component: "kubelet", Host: "clientgo-node"}, FirstTimestamp: now, LastTimestamp: now}, metav1.CreateOptions{})
+	check(err, "create core/v1 event")
+	_, err = cs.EventsV1().Events(ns).Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "clientgo-a.2"},
+		EventTime: renew, ReportingController: "podstatus.local/clientgo", ReportingInstance: "clientgo-node",
+		Action: "Pulling", Reason: "Pulling", Type: corev1.EventTypeNormal, Note: "Pulling image",
+		Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "clientgo-a", UID: pod.UID, APIVersion: "v1"}}, metav1.CreateOptions{})
+	check(err, "create events.k8s.io/v1 event")
 
 	// The watch saw the pod's life: added, modified, and deleted (or marked for deletion).
 	seen := map[watch.EventType]bool{}
