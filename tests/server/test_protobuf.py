@@ -126,6 +126,14 @@ def test_handler_evicts_with_a_protobuf_eviction() -> None:
     assert (code, status["status"], status["code"]) == (201, "Success", 201)
     code, _ = _call(api, "POST", "/api/v1/namespaces/default/pods/gone/eviction", eviction, PB)
     assert code == 400  # the name in the body is not the URL's
+    # With a grace period the bound pod stays a while, marked as kube-apiserver marks it.
+    _call(api, "POST", "/api/v1/namespaces/default/pods", _pod("slow"), PB)
+    slow = _envelope("policy/v1", "Eviction", _len(1, _str(1, "slow")) + _len(2, _int(1, 30)))
+    code, _ = _call(api, "POST", "/api/v1/namespaces/default/pods/slow/eviction", slow, PB)
+    pod = msgspec.json.decode(api.store.get("pods", "default", "slow").raw)
+    assert code == 201 and pod["metadata"]["deletionGracePeriodSeconds"] == 30
+    [target] = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (target["status"], target["reason"]) == ("True", "EvictionByEvictionAPI")
     missing = _envelope("policy/v1", "Eviction", _len(1, _str(1, "gone")))
     code, status = _call(api, "POST", "/api/v1/namespaces/default/pods/gone/eviction", missing, PB)
     assert code == 404 and status["reason"] == "NotFound"

@@ -30,7 +30,7 @@ import msgspec
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
 from . import bodies, discovery, security
-from .store import RESOURCES, Event, Store, Stored, Watch, bad_request
+from .store import RESOURCES, Event, Store, Stored, Watch, bad_request, conflict
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -494,8 +494,63 @@ class ApiHandler:
             # Refuse rather than evict for real what the client meant as a rehearsal.
             raise bad_request("dryRun is not supported by this server")
         grace, uid, rv = _parse_delete_options(opts, None)
-        self.store.delete("pods", namespace, name, grace_period_seconds=grace, uid=uid, resource_version=rv)
+        new_rv = self._mark_disruption_target(namespace, name, uid, rv)
+        self.store.delete(
+            "pods",
+            namespace,
+            name,
+            grace_period_seconds=grace,
+            uid=uid,
+            resource_version=new_rv if rv else None,
+        )
         return Response.json(201, _SUCCESS_201)
+
+    def _mark_disruption_target(self, namespace: str, name: str, uid: str | None, rv: str | None) -> str:
+        """kube-apiserver's first step of an eviction: the pod gets ``DisruptionTarget=True``.
+
+        The eviction's preconditions are checked against the pod first (the same 409s as a
+        delete's); the status write is pinned to the version read. Returns the new version.
+        """
+        current = self.store.get("pods", namespace, name)
+        meta = current.metadata
+        if uid and uid != meta.get("uid"):
+            raise conflict(
+                "Pod", name, f"the UID in the precondition ({uid}) does not match the UID in record "
+                f"({meta.get('uid')}). The object might have been deleted and then recreated",
+            )  # fmt: skip
+        if rv and rv != meta.get("resourceVersion"):
+            raise conflict(
+                "Pod", name, f"the ResourceVersion in the precondition ({rv}) does not match the "
+                f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
+            )  # fmt: skip
+        conditions = (current.obj.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
+        # As UpdatePodCondition: the transition time moves only when the status does.
+        since = old.get("lastTransitionTime") if old is not None and old.get("status") == "True" else None
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting",
+            "lastTransitionTime": since or _rfc3339(self.store.now()),
+        }
+        patch = {
+            "metadata": {"resourceVersion": meta.get("resourceVersion")},
+            "status": {"conditions": [condition]},
+        }
+        updated = self.store.patch(
+            "pods",
+            namespace,
+            name,
+            _encode(patch),
+            "application/strategic-merge-patch+json",
+            subresource="status",
+        )
+        return str(updated.metadata.get("resourceVersion"))
+
+
+def _rfc3339(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 _SUCCESS_201 = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
