@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["MAGIC", "PROTOBUF", "ProtobufError", "decode", "decode_message", "kinds"]
+__all__ = ["MAGIC", "PROTOBUF", "ProtobufError", "decode", "decode_message"]
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
@@ -54,11 +54,6 @@ def _schema() -> dict[str, Any]:
     text = resources.files("podstatus").joinpath("data/protobuf_schema.json").read_text()
     data: dict[str, Any] = json.loads(text)
     return data
-
-
-def kinds() -> list[str]:
-    """The ``apiVersion/Kind`` pairs the decoder reads."""
-    return sorted(_schema()["roots"])
 
 
 # -- the wire ------------------------------------------------------------------------
@@ -224,7 +219,7 @@ def _special(rule: str, wire: int, value: Any) -> Any:
             return None
         try:
             return msgspec.json.decode(raw)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             raise ProtobufError("an embedded raw object is not JSON") from None
     raise ProtobufError(f"unsupported special type {rule}")
 
