@@ -44,7 +44,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _encode = msgspec.json.encode
-_decode = msgspec.json.decode
 
 # The real API server's limit on request bodies.
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -466,7 +465,7 @@ class ApiHandler:
         return Response.json(201, _SUCCESS_201)
 
     def _evict(self, req: Request, namespace: str, name: str) -> Response:
-        """policy/v1 Eviction: a graceful delete with the eviction's DeleteOptions.
+        """policy/v1 Eviction: DisruptionTarget=True, then a delete with the eviction's DeleteOptions.
 
         This server has no PodDisruptionBudgets, so every eviction is allowed, as in a
         cluster with none.
