@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck unit bench soak test-apiserver clientgo clean
+.PHONY: install demo test lint typecheck unit bench bench-scale soak test-apiserver clientgo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,15 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(PY) bench/run.py --write docs/benchmarks.md
+
+# podstatus node against KWOK v0.8.0 on fresh kube-apiservers (docs/scale.md). Builds kwok (Go module
+# proxy, cached in ~/.cache/podstatus-kwok) and kube-apiserver once. SCALE_SIZES=10x100,100x1000,1000x10000
+# for the largest size too.
+SCALE_SIZES ?= 10x100,100x1000
+bench-scale: $(STAMP)
+	tests/apiserver/start --build-only
+	$(PY) -m bench.scale.kwok
+	$(PY) -m bench.scale.harness --sizes $(SCALE_SIZES) --hold 45 --write docs/scale.md
 
 soak: $(STAMP)
 	$(PY) -m pytest -q -s -m slow tests/reliability

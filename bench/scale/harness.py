@@ -1,0 +1,973 @@
+"""The scale benchmark: the same workload for KWOK and for ``podstatus node``, each on a fresh kube-apiserver.
+
+For every size (N nodes, M pods) and every contender in turn:
+
+1. a fresh real kube-apiserver + etcd (``tests/apiserver/start``) with an audit log;
+2. the contender starts and N nodes come up (KWOK: the driver creates N Nodes with
+   KWOK's annotation and KWOK takes them over; podstatus: ``podstatus node --nodes N``
+   registers its own), timed until every one is Ready;
+3. the driver creates M pods spread over the nodes by ``spec.nodeName`` (about a tenth
+   are batch pods: ``restartPolicy: Never``, owned by a Job), timed until every
+   long-running pod is Running and Ready and every batch pod Succeeded;
+4. it deletes them all (one deletecollection) and times until every one is gone;
+5. all along it watches the nodes: a node whose Ready condition is not True, or whose
+   Lease is older than its ``leaseDurationSeconds`` (what the node lifecycle
+   controller would turn into Unknown), is a missed heartbeat.
+
+Measured per contender: the phases' wall times, the driver's creation rate, the
+contender's CPU-seconds and peak RSS (``/proc``), the API requests it made by verb
+and resource (from the apiserver's audit log, by user agent: ``apiserver_request_total``
+has no user-agent label), and the CPU-seconds of kube-apiserver and etcd over the run.
+
+``run_podstatus_embedded`` runs the podstatus path against the in-process
+EmbeddedApiServer (the test smoke of ``make test``); there the requests are the
+server's own count by verb minus the driver's.
+
+Usage: ``python -m bench.scale.harness --sizes 10x100,100x1000 --write docs/scale.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+ROOT = Path(__file__).resolve().parents[2]
+try:  # an installed (or PYTHONPATH) podstatus first; this tree's otherwise
+    import podstatus  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(ROOT / "src"))
+
+from podstatus.clients.base import RequestCounter  # noqa: E402
+from podstatus.clients.http import HttpKubeClient  # noqa: E402
+from podstatus.errors import ApiError, GoneError  # noqa: E402
+
+from . import kwok  # noqa: E402
+
+log = logging.getLogger("bench.scale")
+
+DRIVER_AGENT = "podstatus-scale-driver/0.1"
+NAMESPACE = "default"
+LABEL = "podstatus.io/scale-bench"
+NODE_PREFIX = "node"
+BATCH_EVERY = 10  # every 10th pod is a batch pod
+CONTENDERS = ("kwok", "podstatus")
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+# --- processes ---------------------------------------------------------------------------
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU-seconds of one process (not its children), from /proc."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_peak_rss(pid: int) -> int:
+    """Peak resident set size in bytes (VmHWM)."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of every process below ``pid``."""
+    children: dict[int, list[int]] = {}
+    cmdlines: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fb:
+                cmdlines[int(entry)] = fb.read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out: list[tuple[int, str]] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            out.append((child, cmdlines.get(child, "")))
+            todo.append(child)
+    return out
+
+
+def _stop_process(proc: subprocess.Popen[Any], timeout: float = 20.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+# --- the driver's client -------------------------------------------------------------------
+
+
+class DriverClient(HttpKubeClient):
+    """The workload driver's client: the project's HttpKubeClient plus two calls it lacks."""
+
+    def list_leases(self, namespace: str) -> list[dict[str, Any]]:
+        items, _ = self._list_objects(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", {})
+        return items
+
+    def delete_pods_collection(self, namespace: str, label_selector: str) -> None:
+        self._request(
+            "deletecollection",
+            "DELETE",
+            f"/api/v1/namespaces/{namespace}/pods",
+            query={"labelSelector": label_selector},
+        )
+
+
+# --- servers ---------------------------------------------------------------------------------
+
+
+class Server(Protocol):
+    kubeconfig: str
+
+    def driver(self) -> DriverClient: ...
+
+    def cpu(self) -> dict[str, float]: ...
+
+    def contender_requests(
+        self, driver: DriverClient, agent: str
+    ) -> tuple[Counter[str], Counter[str], list[str]]:
+        """(by verb, by verb and resource, the user agents counted) of the contender's requests."""
+        ...
+
+    def stop(self) -> None: ...
+
+
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+# One event per request (a watch also gets ResponseStarted; requests are counted by auditID).
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+"""
+
+
+class RealApiServer:
+    """A fresh kube-apiserver + etcd from ``tests/apiserver/start``, with an audit log of every request."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.kubeconfig = str(workdir / "kubeconfig")
+        self.audit_log = workdir / "audit.log"
+        policy = workdir / "audit-policy.yaml"
+        policy.write_text(AUDIT_POLICY, encoding="utf-8")
+        self._stderr = open(workdir / "fixture.log", "w")  # noqa: SIM115 (closed in stop)
+        self.proc = subprocess.Popen(
+            [
+                str(ROOT / "tests" / "apiserver" / "start"),
+                "--kubeconfig",
+                self.kubeconfig,
+                "--",
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-maxsize=0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+        )
+        self.info: dict[str, str] = {}
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            key, _, value = line.rstrip("\n").partition("=")
+            self.info[key] = value
+            if key == "KUBECONFIG":
+                break
+        else:
+            code = self.proc.wait()
+            raise RuntimeError(f"kube-apiserver fixture failed (exit {code}); see {workdir / 'fixture.log'}")
+        self.pids: dict[str, int] = {}
+        for pid, cmd in descendants(self.proc.pid):
+            if "podstatus-test-apiserver kube-apiserver" in cmd:
+                self.pids["kube-apiserver"] = pid
+            elif "podstatus-test-apiserver etcd" in cmd:
+                self.pids["etcd"] = pid
+
+    def driver(self) -> DriverClient:
+        return DriverClient.from_kubeconfig(
+            self.kubeconfig, requests=RequestCounter(), user_agent=DRIVER_AGENT, pool_maxsize=32
+        )
+
+    def cpu(self) -> dict[str, float]:
+        out = {}
+        for name, pid in self.pids.items():
+            with contextlib.suppress(OSError):
+                out[name] = proc_cpu_seconds(pid)
+        return out
+
+    def contender_requests(
+        self, driver: DriverClient, agent: str
+    ) -> tuple[Counter[str], Counter[str], list[str]]:
+        time.sleep(1.0)  # the last watch's ResponseComplete
+        seen: set[str] = set()
+        by_verb: Counter[str] = Counter()
+        by_resource: Counter[str] = Counter()
+        agents: Counter[str] = Counter()
+        with open(self.audit_log, encoding="utf-8") as f:
+            for line in f:
+                event = json.loads(line)
+                user_agent = event.get("userAgent") or ""
+                if not user_agent.startswith(agent) or event["auditID"] in seen:
+                    continue
+                seen.add(event["auditID"])
+                ref = event.get("objectRef") or {}
+                resource = ref.get("resource") or event.get("requestURI", "").split("?")[0]
+                if ref.get("subresource"):
+                    resource += "/" + ref["subresource"]
+                by_verb[event["verb"]] += 1
+                by_resource[f"{event['verb']} {resource}"] += 1
+                agents[user_agent.split(" ")[0]] += 1
+        return by_verb, by_resource, sorted(agents)
+
+    def stop(self) -> None:
+        _stop_process(self.proc, timeout=60)
+        self._stderr.close()
+
+
+class EmbeddedServer:
+    """podstatus's EmbeddedApiServer in this process: requests are its count by verb minus the driver's."""
+
+    def __init__(self, workdir: Path) -> None:
+        from podstatus.server.http import EmbeddedApiServer
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.server = EmbeddedApiServer(host="127.0.0.1", port=0)
+        self.server.start()
+        self.kubeconfig = str(workdir / "kubeconfig")
+        self.server.write_kubeconfig(self.kubeconfig)
+
+    def driver(self) -> DriverClient:
+        return DriverClient(self.server.url, requests=RequestCounter(), user_agent=DRIVER_AGENT)
+
+    def cpu(self) -> dict[str, float]:
+        return {}  # in this process: not separable from the driver's
+
+    def contender_requests(
+        self, driver: DriverClient, agent: str
+    ) -> tuple[Counter[str], Counter[str], list[str]]:
+        # Only the driver and the contender talk to it: the contender's are the rest.
+        time.sleep(0.5)
+        total = Counter(self.server.counter.snapshot())
+        total.subtract(driver.requests.snapshot())
+        by_verb = Counter({verb: n for verb, n in total.items() if n > 0})
+        return by_verb, Counter(), []
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+# --- contenders --------------------------------------------------------------------------------
+
+
+def node_names(count: int) -> list[str]:
+    return [f"{NODE_PREFIX}-{i}" for i in range(1, count + 1)]
+
+
+class Contender:
+    name = ""
+    agent = ""  # how its requests' User-Agent starts
+    registers_nodes = True
+
+    def start(self, kubeconfig: str, nodes: int, workdir: Path) -> subprocess.Popen[bytes]:
+        raise NotImplementedError
+
+    def prepare_nodes(self, driver: DriverClient, names: list[str]) -> None:
+        """Nodes the driver creates for the contender (KWOK takes over existing Nodes)."""
+
+
+class KwokContender(Contender):
+    name = "kwok"
+    agent = "kwok/"
+    registers_nodes = False
+
+    def __init__(self) -> None:
+        self.binary, self.stages = kwok.ensure_kwok()
+
+    def start(self, kubeconfig: str, nodes: int, workdir: Path) -> subprocess.Popen[bytes]:
+        with open(workdir / "kwok.log", "wb") as out:
+            return subprocess.Popen(
+                kwok.kwok_command(self.binary, self.stages, kubeconfig), stdout=out, stderr=subprocess.STDOUT
+            )
+
+    def prepare_nodes(self, driver: DriverClient, names: list[str]) -> None:
+        def create(i: int) -> None:
+            driver.create_node(kwok.node_manifest(names[i], i))
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(create, range(len(names))))
+
+
+class PodstatusContender(Contender):
+    name = "podstatus"
+    agent = "podstatus/"
+
+    def __init__(self, provider: str | None = "bench.scale.provider:InstantProvider") -> None:
+        self.provider = provider
+
+    @staticmethod
+    def available() -> bool:
+        try:
+            import podstatus.node.command  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def command(self, kubeconfig: str, nodes: int) -> list[str]:
+        cmd = [sys.executable, "-m", "podstatus.cli", "node", "--kubeconfig", kubeconfig]
+        cmd += ["--nodes", str(nodes), "--name", NODE_PREFIX]
+        if self.provider:
+            cmd += ["--provider", self.provider]
+        return cmd
+
+    def start(self, kubeconfig: str, nodes: int, workdir: Path) -> subprocess.Popen[bytes]:
+        env = dict(os.environ)
+        # The repository root for bench.scale.provider; a PYTHONPATH already set comes first.
+        env["PYTHONPATH"] = os.pathsep.join([*filter(None, [env.get("PYTHONPATH")]), str(ROOT)])
+        with open(workdir / "podstatus-node.log", "wb") as out:
+            return subprocess.Popen(
+                self.command(kubeconfig, nodes), stdout=out, stderr=subprocess.STDOUT, env=env
+            )
+
+
+# --- the workload ---------------------------------------------------------------------------------
+
+
+def pod_manifest(i: int, node: str) -> dict[str, Any]:
+    batch = i % BATCH_EVERY == BATCH_EVERY - 1
+    meta: dict[str, Any] = {
+        "name": f"scale-{i:06d}",
+        "namespace": NAMESPACE,
+        "labels": {LABEL: "1", "kind": "batch" if batch else "serve"},
+        # podstatus's simulated provider reads what the containers do from here.
+        "annotations": {"podstatus.io/behaviour": "complete" if batch else "serve"},
+    }
+    if batch:
+        # KWOK completes only pods owned by a Job (its pod-complete stage); no Job controller runs,
+        # so the owner is named but not there: both contenders get the same pod.
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": f"batch-{i:06d}",
+                "uid": str(uuid.uuid5(uuid.NAMESPACE_OID, f"scale-job-{i}")),
+                "controller": True,
+            }
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "nodeName": node,
+            "restartPolicy": "Never" if batch else "Always",
+            "terminationGracePeriodSeconds": 30,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                }
+            ],
+        },
+    }
+
+
+@dataclass
+class PodTracker:
+    """The pods as the driver's watch sees them: when each reached its goal, and when each was gone."""
+
+    expected: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    ready: set[str] = field(default_factory=set)  # long-running pods Running and Ready
+    succeeded: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    ever_ready: set[str] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)
+    gone: set[str] = field(default_factory=set)
+    events: int = 0
+    changed: threading.Condition = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.changed = threading.Condition(self.lock)
+
+    def observe(self, kind: str, pod: Any) -> None:
+        name = pod.metadata.name
+        with self.lock:
+            self.events += 1
+            if kind == "DELETED":
+                self.gone.add(name)
+                self.ready.discard(name)
+            else:
+                self.seen.add(name)
+                phase = pod.status.phase
+                is_ready = phase == "Running" and any(
+                    c.type == "Ready" and c.status == "True" for c in pod.status.conditions or ()
+                )
+                if is_ready:
+                    self.ever_ready.add(name)
+                if is_ready and (pod.metadata.labels or {}).get("kind") == "serve":
+                    self.ready.add(name)
+                else:
+                    self.ready.discard(name)
+                if phase == "Succeeded":
+                    self.succeeded.add(name)
+                elif phase == "Failed":
+                    self.failed.add(name)
+            self.changed.notify_all()
+
+    def wait(self, predicate: Callable[[], bool], deadline: float) -> bool:
+        with self.lock:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.changed.wait(min(left, 1.0))
+            return True
+
+
+def watch_pods(
+    driver: DriverClient, tracker: PodTracker, stop: threading.Event, started: threading.Event
+) -> None:
+    selector = f"{LABEL}=1"
+    rv: str | None = None
+    while not stop.is_set():
+        try:
+            if rv is None:
+                pods, rv = driver.list_pods(NAMESPACE, label_selector=selector)
+                for pod in pods:
+                    tracker.observe("MODIFIED", pod)
+                started.set()
+            stream = driver.watch_pods(
+                NAMESPACE, label_selector=selector, resource_version=rv, timeout_seconds=60, stop_event=stop
+            )
+            for kind, pod in stream:
+                if kind in ("ADDED", "MODIFIED", "DELETED"):
+                    tracker.observe(kind, pod)
+            rv = getattr(stream, "resource_version", None) or rv
+        except GoneError:
+            rv = None
+        except ApiError as err:
+            log.warning("driver watch: %s", err)
+            stop.wait(0.5)
+            rv = None
+
+
+@dataclass
+class HeartbeatWatch:
+    """Samples every node's Ready condition and Lease: a sample failing either is a missed heartbeat."""
+
+    names: list[str]
+    interval: float = 5.0
+    samples: int = 0
+    not_ready: int = 0  # node-samples with Ready not True (Unknown, False or missing)
+    stale_lease: int = 0  # node-samples with the Lease older than its leaseDurationSeconds
+    max_lease_age: float = 0.0
+    unknown_nodes: set[str] = field(default_factory=set)
+
+    def sample(self, driver: DriverClient) -> None:
+        nodes, _ = driver.list_nodes()
+        leases = {lease["metadata"]["name"]: lease for lease in driver.list_leases("kube-node-lease")}
+        by_name = {n["metadata"]["name"]: n for n in nodes}
+        now = datetime.now(UTC)
+        self.samples += 1
+        for name in self.names:
+            node = by_name.get(name) or {}
+            ready = [
+                c for c in (node.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"
+            ]
+            if not ready or ready[0].get("status") != "True":
+                self.not_ready += 1
+                self.unknown_nodes.add(name)
+            spec = (leases.get(name) or {}).get("spec") or {}
+            renew = spec.get("renewTime")
+            if not renew:
+                self.stale_lease += 1
+                self.unknown_nodes.add(name)
+                continue
+            age = (now - datetime.fromisoformat(renew.replace("Z", "+00:00"))).total_seconds()
+            self.max_lease_age = max(self.max_lease_age, age)
+            if age > float(spec.get("leaseDurationSeconds") or 40):
+                self.stale_lease += 1
+                self.unknown_nodes.add(name)
+
+    def run(self, driver: DriverClient, stop: threading.Event) -> None:
+        while not stop.wait(self.interval):
+            try:
+                self.sample(driver)
+            except ApiError as err:
+                log.warning("heartbeat sample: %s", err)
+
+
+# --- one run --------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    contender: str
+    nodes: int
+    pods: int
+    completed: bool = False
+    note: str = ""
+    nodes_up_s: float | None = None
+    create_s: float | None = None
+    create_rate: float | None = None
+    ready_s: float | None = None  # create start -> every long-running pod Running+Ready, every batch pod done
+    ready_pods: int = 0
+    batch_succeeded: int = 0
+    batch_expected: int = 0
+    failed: int = 0
+    gone_s: float | None = None  # deletecollection -> every pod gone
+    gone_pods: int = 0
+    cpu_s: float | None = None
+    hold_s: float = 0.0
+    hold_cpu_s: float | None = None  # the contender's CPU-seconds while everything was up and idle
+    peak_rss: int | None = None
+    requests: dict[str, int] = field(default_factory=dict)
+    requests_by_resource: dict[str, int] = field(default_factory=dict)
+    agents: list[str] = field(default_factory=list)
+    server_cpu: dict[str, float] = field(default_factory=dict)
+    heartbeat_samples: int = 0
+    not_ready_samples: int = 0
+    stale_lease_samples: int = 0
+    max_lease_age: float = 0.0
+    wall_s: float = 0.0
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+
+def run_once(
+    contender: Contender,
+    server: Server,
+    nodes: int,
+    pods: int,
+    workdir: Path,
+    *,
+    hold: float = 0.0,
+    heartbeat_interval: float = 5.0,
+    create_workers: int = 8,
+) -> RunResult:
+    """One contender, one size, on ``server`` (fresh): nodes up, pods up, pods gone."""
+    result = RunResult(contender.name, nodes, pods, batch_expected=pods // BATCH_EVERY)
+    names = node_names(nodes)
+    driver = server.driver()
+    tracker = PodTracker(pods)
+    heartbeat = HeartbeatWatch(names, interval=heartbeat_interval)
+    stop = threading.Event()
+    watch_started = threading.Event()
+    threads = [
+        threading.Thread(target=watch_pods, args=(driver, tracker, stop, watch_started), daemon=True),
+    ]
+    # Generous limits: a run that misses them is reported as incomplete, never as a number.
+    limit = 120.0 + pods * 0.1
+    cpu0 = server.cpu()
+    t0 = time.monotonic()
+    proc = contender.start(server.kubeconfig, nodes, workdir)
+    try:
+        contender.prepare_nodes(driver, names)
+        deadline = t0 + 60.0 + nodes * 0.5
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{contender.name} exited with {proc.returncode} (log in {workdir})")
+            listed, _ = driver.list_nodes()
+            up = {
+                n["metadata"]["name"]
+                for n in listed
+                if any(
+                    c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in (n.get("status") or {}).get("conditions") or ()
+                )
+            }
+            if up >= set(names):
+                break
+            if time.monotonic() > deadline:
+                result.note = f"only {len(up & set(names))}/{nodes} nodes Ready"
+                return result
+            time.sleep(0.5)
+        result.nodes_up_s = time.monotonic() - t0
+        heartbeat.sample(driver)
+        threads.append(threading.Thread(target=heartbeat.run, args=(driver, stop), daemon=True))
+        for t in threads:
+            t.start()
+        watch_started.wait(30)
+
+        # Pods: created in parallel by the driver, spread round-robin over the nodes.
+        manifests = [pod_manifest(i, names[i % nodes]) for i in range(pods)]
+        failures: list[str] = []
+
+        def create(manifest: dict[str, Any]) -> None:
+            try:
+                driver.create_pod(manifest)
+            except ApiError as err:
+                failures.append(f"{manifest['metadata']['name']}: {err}")
+
+        t_create = time.monotonic()
+        with ThreadPoolExecutor(create_workers) as pool:
+            list(pool.map(create, manifests))
+        result.create_s = time.monotonic() - t_create
+        result.create_rate = pods / result.create_s if result.create_s > 0 else None
+        if failures:
+            result.note = f"{len(failures)} creates failed, e.g. {failures[0]}"
+        serve_count = pods - result.batch_expected
+
+        def all_up() -> bool:
+            return len(tracker.ready) >= serve_count and len(tracker.succeeded) >= result.batch_expected
+
+        reached = tracker.wait(all_up, t_create + limit)
+        with tracker.lock:
+            result.ready_pods = len(tracker.ready)
+            result.batch_succeeded = len(tracker.succeeded)
+            result.failed = len(tracker.failed)
+        if not reached:
+            result.note = (
+                f"not all up within {limit:.0f}s: {result.ready_pods}/{serve_count} Running+Ready, "
+                f"{result.batch_succeeded}/{result.batch_expected} Succeeded"
+            )
+            return result
+        result.ready_s = time.monotonic() - t_create
+        if hold > 0:
+            # Everything up and nothing to do but heartbeats: what the contender costs at rest.
+            cpu_hold = proc_cpu_seconds(proc.pid)
+            time.sleep(hold)
+            result.hold_cpu_s = proc_cpu_seconds(proc.pid) - cpu_hold
+            result.hold_s = hold
+
+        t_delete = time.monotonic()
+        driver.delete_pods_collection(NAMESPACE, f"{LABEL}=1")
+        gone = tracker.wait(lambda: len(tracker.gone) >= pods, t_delete + limit)
+        with tracker.lock:
+            result.gone_pods = len(tracker.gone)
+        if not gone:
+            result.note = f"only {result.gone_pods}/{pods} pods gone within {limit:.0f}s"
+            return result
+        result.gone_s = time.monotonic() - t_delete
+        heartbeat.sample(driver)
+        result.completed = True
+        return result
+    finally:
+        stop.set()
+        if proc.poll() is None:
+            try:
+                result.cpu_s = proc_cpu_seconds(proc.pid)
+                result.peak_rss = proc_peak_rss(proc.pid)
+            except OSError:
+                pass
+        cpu1 = server.cpu()
+        result.wall_s = time.monotonic() - t0
+        _stop_process(proc)
+        result.server_cpu = {k: round(cpu1[k] - cpu0.get(k, 0.0), 2) for k in cpu1}
+        by_verb, by_resource, agents = server.contender_requests(driver, contender.agent)
+        result.requests = dict(by_verb)
+        result.requests_by_resource = dict(by_resource)
+        result.agents = agents
+        result.heartbeat_samples = heartbeat.samples
+        result.not_ready_samples = heartbeat.not_ready
+        result.stale_lease_samples = heartbeat.stale_lease
+        result.max_lease_age = round(heartbeat.max_lease_age, 1)
+        for t in threads:
+            t.join(5)
+        driver.close()
+
+
+def run_podstatus_embedded(
+    nodes: int, pods: int, workdir: Path, *, heartbeat_interval: float = 1.0, hold: float = 0.0
+) -> RunResult:
+    """The podstatus path against the in-process EmbeddedApiServer (the smoke of ``make test``)."""
+    server = EmbeddedServer(workdir)
+    try:
+        return run_once(
+            PodstatusContender(),
+            server,
+            nodes,
+            pods,
+            workdir,
+            hold=hold,
+            heartbeat_interval=heartbeat_interval,
+        )
+    finally:
+        server.stop()
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if a is None or b is None or b == 0:
+        return "—"
+    return f"{a / b:.2f}×"
+
+
+COLUMNS = (
+    "size",
+    "contender",
+    "nodes up (s)",
+    "create rate (pods/s)",
+    "create → all up (s)",
+    "delete → all gone (s)",
+    "contender CPU (s)",
+    "peak RSS (MiB)",
+    "API requests",
+    "apiserver CPU (s)",
+    "etcd CPU (s)",
+    "missed heartbeats",
+)
+
+
+def row(r: RunResult) -> list[str]:
+    missed = r.not_ready_samples + r.stale_lease_samples
+    return [
+        f"{r.nodes} × {r.pods}",
+        r.contender + ("" if r.completed else f" (incomplete: {r.note})" if r.note else ""),
+        _fmt(r.nodes_up_s),
+        _fmt(r.create_rate, 0),
+        _fmt(r.ready_s),
+        _fmt(r.gone_s),
+        _fmt(r.cpu_s),
+        _fmt(r.peak_rss / 2**20 if r.peak_rss else None, 0),
+        str(r.total_requests) if r.requests else "—",
+        _fmt(r.server_cpu.get("kube-apiserver")),
+        _fmt(r.server_cpu.get("etcd")),
+        f"{missed} of {r.heartbeat_samples * r.nodes}",
+    ]
+
+
+def ratio_row(ps: RunResult, kw: RunResult) -> list[str]:
+    def rss(r: RunResult) -> float | None:
+        return float(r.peak_rss) if r.peak_rss else None
+
+    return [
+        f"{ps.nodes} × {ps.pods}",
+        "**podstatus / KWOK**",
+        _ratio(ps.nodes_up_s, kw.nodes_up_s),
+        "",
+        _ratio(ps.ready_s, kw.ready_s),
+        _ratio(ps.gone_s, kw.gone_s),
+        _ratio(ps.cpu_s, kw.cpu_s),
+        _ratio(rss(ps), rss(kw)),
+        _ratio(ps.total_requests or None, kw.total_requests or None),
+        _ratio(ps.server_cpu.get("kube-apiserver"), kw.server_cpu.get("kube-apiserver")),
+        _ratio(ps.server_cpu.get("etcd"), kw.server_cpu.get("etcd")),
+        "",
+    ]
+
+
+def markdown_table(header: tuple[str, ...] | list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def table_rows(results: list[RunResult]) -> list[list[str]]:
+    out: list[list[str]] = []
+    sizes: dict[tuple[int, int], dict[str, RunResult]] = {}
+    for r in results:
+        sizes.setdefault((r.nodes, r.pods), {})[r.contender] = r
+    for _size, by_name in sizes.items():
+        for name in CONTENDERS:
+            if name in by_name:
+                out.append(row(by_name[name]))
+        ps, kw = by_name.get("podstatus"), by_name.get("kwok")
+        if ps is not None and kw is not None and ps.completed and kw.completed:
+            out.append(ratio_row(ps, kw))
+    return out
+
+
+def requests_detail(results: list[RunResult]) -> str:
+    keys = sorted({k for r in results for k in r.requests_by_resource})
+    if not keys:
+        return ""
+    header = ["verb resource", *[f"{r.contender} {r.nodes}×{r.pods}" for r in results]]
+    rows = [[k, *[str(r.requests_by_resource.get(k, 0)) for r in results]] for k in keys]
+    return markdown_table(header, rows)
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine() -> str:
+    mem = ""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            mem = f"{int(f.readline().split()[1]) / 2**20:.0f} GiB"
+    except OSError:
+        pass
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return f"{os.cpu_count()} cores, {mem}, {platform.python_implementation()} {platform.python_version()}, load average at start {load}"
+
+
+def write_doc(path: Path, results: list[RunResult], command: str, notes: list[str], started: str) -> None:
+    text = DOC_TEMPLATE.format(
+        command=command,
+        started=started,
+        machine=machine(),
+        commit=git_commit(),
+        table=markdown_table(COLUMNS, table_rows(results)),
+        detail=requests_detail(results) or "(no per-resource counts)",
+        notes="\n".join(f"- {n}" for n in notes) or "- none",
+        raw=json.dumps([r.__dict__ for r in results], indent=1, default=str),
+    )
+    path.write_text(text, encoding="utf-8")
+
+
+DOC_TEMPLATE = """# Scale: podstatus node against KWOK on the same kube-apiserver
+
+Written by `{command}` (started {started}, commit {commit}).
+Machine: {machine}. Shared with other jobs: figures move with the neighbours' load.
+
+Each contender gets its own fresh kube-apiserver v1.37.2 + etcd (`tests/apiserver/start`, no
+scheduler, no controller-manager) and the same workload from one Python driver (the project's
+`HttpKubeClient`, 8 threads creating): N nodes brought up and kept alive, M pods created with
+`spec.nodeName` spread round-robin over the nodes (every 10th a batch pod: `restartPolicy: Never`,
+owned by a Job), every long-running pod Running and Ready and every batch pod Succeeded, then one
+deletecollection and every pod gone. The contenders:
+
+- **KWOK v0.8.0** (`kwok`, built by `go install sigs.k8s.io/kwok/cmd/kwok@v0.8.0`), with the stages
+  kwokctl gives it by default (node-initialize, node-heartbeat-with-lease, pod-ready, pod-complete,
+  pod-delete; read from the module at build time), managing the Nodes the driver creates with the
+  annotation `kwok.x-k8s.io/node=fake`. Lease duration 40 s. Its pod-complete stage finishes only
+  Job-owned pods, which is why the batch pods name a Job; its pod-delete stage deletes a pod as soon
+  as it has a deletionTimestamp, without a grace period.
+- **podstatus** `podstatus node --nodes N` (Node, Lease heartbeats every 10 s with a 40 s duration,
+  one shared pod watch, every status through the status manager), with the simulated provider's
+  durations all zero (`bench/scale/provider.py`) to match KWOK's fast stages. The batch pods run to
+  Succeeded (`podstatus.io/behaviour: complete`); a deleted pod's containers are stopped and the
+  agent deletes it with grace 0 once its status is terminal, as a kubelet does.
+
+Columns: *nodes up*: contender start to every Node Ready (for KWOK this includes the driver creating
+the Nodes). *create rate*: the driver's pod creates per second. *create → all up*: first create to
+the last pod at its goal, seen through the driver's watch. *delete → all gone*: the deletecollection
+to the last DELETED event. *contender CPU*, *peak RSS*: of the contender's process over the whole run
+(`/proc/PID/stat`, `VmHWM`). *API requests*: every request the contender made, counted from the
+apiserver's audit log by user agent (`apiserver_request_total` in v1.37 has no user-agent label, so
+it cannot tell the contender from the driver). *apiserver / etcd CPU*: their CPU-seconds over the
+run, the driver's requests included (the same for both). *missed heartbeats*: node samples (every
+5 s, every node) whose Ready condition was not True or whose Lease was older than its
+`leaseDurationSeconds`, which a node lifecycle controller would turn into Unknown.
+
+{table}
+
+Requests by verb and resource (from the audit log):
+
+{detail}
+
+Notes:
+
+{notes}
+
+<details><summary>Raw results (JSON)</summary>
+
+```json
+{raw}
+```
+
+</details>
+"""
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def parse_sizes(text: str) -> list[tuple[int, int]]:
+    sizes = []
+    for part in text.split(","):
+        nodes, _, pods = part.strip().partition("x")
+        sizes.append((int(nodes), int(pods)))
+    return sizes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10x100,100x1000", help="NODESxPODS,... (default 10x100,100x1000)")
+    parser.add_argument("--contenders", default="kwok,podstatus")
+    parser.add_argument("--hold", type=float, default=0.0, help="seconds to keep all pods up before deleting")
+    parser.add_argument("--write", default=None, help="write the results page here (docs/scale.md)")
+    parser.add_argument("--workdir", default=None, help="keep logs here (default: a temporary folder)")
+    parser.add_argument(
+        "--podstatus-provider",
+        default="bench.scale.provider:InstantProvider",
+        help="--provider for podstatus node ('' for its default simulated timings)",
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="podstatus-scale-"))
+    names = [n.strip() for n in args.contenders.split(",") if n.strip()]
+    results: list[RunResult] = []
+    notes: list[str] = []
+    for nodes, pods in parse_sizes(args.sizes):
+        for name in names:
+            if name == "podstatus" and not PodstatusContender.available():
+                notes.append(f"{nodes} × {pods} podstatus: not run, `podstatus node` is not in this tree")
+                continue
+            contender: Contender = (
+                KwokContender() if name == "kwok" else PodstatusContender(args.podstatus_provider or None)
+            )
+            workdir = base / f"{nodes}x{pods}-{name}"
+            workdir.mkdir(parents=True, exist_ok=True)
+            log.info("run: %s, %d nodes, %d pods (logs in %s)", name, nodes, pods, workdir)
+            server = RealApiServer(workdir / "apiserver")
+            try:
+                result = run_once(contender, server, nodes, pods, workdir, hold=args.hold)
+            except Exception as err:
+                log.exception("run failed")
+                result = RunResult(name, nodes, pods, note=f"failed: {err}")
+            finally:
+                server.stop()
+            results.append(result)
+            log.info("result: %s", row(result))
+    table = markdown_table(COLUMNS, table_rows(results))
+    print(table)
+    for n in notes:
+        print(n)
+    if args.write:
+        command = "python -m bench.scale.harness " + " ".join(argv if argv is not None else sys.argv[1:])
+        write_doc(Path(args.write), results, command.strip(), notes, started)
+    return 0 if all(r.completed for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
