@@ -743,12 +743,22 @@ COLUMNS = (
     "create → all up (s)",
     "delete → all gone (s)",
     "contender CPU (s)",
+    "CPU at rest (s/min)",
     "peak RSS (MiB)",
     "API requests",
+    "of which Events",
     "apiserver CPU (s)",
     "etcd CPU (s)",
     "missed heartbeats",
 )
+
+
+def _events(r: RunResult) -> int:
+    return sum(n for k, n in r.requests_by_resource.items() if k.split(" ")[-1] == "events")
+
+
+def _per_minute(r: RunResult) -> float | None:
+    return None if r.hold_cpu_s is None or not r.hold_s else r.hold_cpu_s / r.hold_s * 60
 
 
 def row(r: RunResult) -> list[str]:
@@ -761,8 +771,10 @@ def row(r: RunResult) -> list[str]:
         _fmt(r.ready_s),
         _fmt(r.gone_s),
         _fmt(r.cpu_s),
+        _fmt(_per_minute(r), 2),
         _fmt(r.peak_rss / 2**20 if r.peak_rss else None, 0),
         str(r.total_requests) if r.requests else "—",
+        str(_events(r)) if r.requests_by_resource else "—",
         _fmt(r.server_cpu.get("kube-apiserver")),
         _fmt(r.server_cpu.get("etcd")),
         f"{missed} of {r.heartbeat_samples * r.nodes}",
@@ -773,6 +785,9 @@ def ratio_row(ps: RunResult, kw: RunResult) -> list[str]:
     def rss(r: RunResult) -> float | None:
         return float(r.peak_rss) if r.peak_rss else None
 
+    without_events = _ratio(
+        (ps.total_requests - _events(ps)) or None, (kw.total_requests - _events(kw)) or None
+    )
     return [
         f"{ps.nodes} × {ps.pods}",
         "**podstatus / KWOK**",
@@ -781,8 +796,10 @@ def ratio_row(ps: RunResult, kw: RunResult) -> list[str]:
         _ratio(ps.ready_s, kw.ready_s),
         _ratio(ps.gone_s, kw.gone_s),
         _ratio(ps.cpu_s, kw.cpu_s),
+        _ratio(_per_minute(ps), _per_minute(kw)),
         _ratio(rss(ps), rss(kw)),
         _ratio(ps.total_requests or None, kw.total_requests or None),
+        f"w/o Events: {without_events}",
         _ratio(ps.server_cpu.get("kube-apiserver"), kw.server_cpu.get("kube-apiserver")),
         _ratio(ps.server_cpu.get("etcd"), kw.server_cpu.get("etcd")),
         "",

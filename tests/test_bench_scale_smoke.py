@@ -1,0 +1,68 @@
+"""A tiny run of the scale benchmark's podstatus path, so `make bench-scale` cannot rot.
+
+2 virtual nodes (``podstatus node --nodes 2``, a real subprocess) and 10 pods on the
+embedded API server over HTTP: the harness's own driver, pod watch, heartbeat sampler
+and request count. The real figures, against KWOK on kube-apiserver, come from
+`make bench-scale` (docs/scale.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.scale import harness  # noqa: E402
+
+needs_node = pytest.mark.skipif(
+    not harness.PodstatusContender.available(), reason="podstatus node is not in this tree"
+)
+
+
+@needs_node
+def test_scale_smoke_on_the_embedded_server(tmp_path: Path) -> None:
+    result = harness.run_podstatus_embedded(2, 10, tmp_path, heartbeat_interval=0.5, hold=1.5)
+    assert result.completed, result.note
+    # Every long-running pod Running+Ready, every batch pod Succeeded, then every pod gone.
+    assert result.batch_expected == 1
+    assert result.ready_pods == 9
+    assert result.batch_succeeded == 1
+    assert result.failed == 0
+    assert result.gone_pods == 10
+    assert result.ready_s is not None and result.gone_s is not None and result.nodes_up_s is not None
+    # The contender's requests: its pod watch, a status patch per pod at least, its Nodes and Leases.
+    assert result.requests.get("watch", 0) >= 1
+    assert result.requests.get("patch", 0) >= 10
+    assert result.requests.get("create", 0) >= 2 + 2  # two Nodes and two Leases, Events besides
+    assert result.total_requests > 0
+    # Heartbeats: sampled several times, no node ever not Ready or with a stale Lease.
+    assert result.heartbeat_samples >= 3
+    assert result.not_ready_samples == 0 and result.stale_lease_samples == 0
+    assert result.cpu_s is not None and result.cpu_s > 0
+    assert result.peak_rss is not None and result.peak_rss > 10 * 2**20
+
+
+def test_table_has_a_row_and_a_ratio_per_size() -> None:
+    done = {"completed": True, "nodes_up_s": 1.0, "ready_s": 2.0, "gone_s": 1.0, "cpu_s": 4.0}
+    ps = harness.RunResult("podstatus", 10, 100, peak_rss=2 * 2**20, requests={"patch": 30}, **done)
+    kw = harness.RunResult("kwok", 10, 100, peak_rss=2**20, requests={"patch": 10}, **done)
+    kw.cpu_s = 2.0
+    rows = harness.table_rows([kw, ps])
+    assert [r[1] for r in rows] == ["kwok", "podstatus", "**podstatus / KWOK**"]
+    ratio = dict(zip(harness.COLUMNS, rows[2]))
+    assert ratio["contender CPU (s)"] == "2.00×"
+    assert ratio["peak RSS (MiB)"] == "2.00×"
+    assert ratio["API requests"] == "3.00×"
+
+
+def test_an_incomplete_run_gets_no_ratio() -> None:
+    ps = harness.RunResult("podstatus", 10, 100, note="only 3/10 nodes Ready")
+    kw = harness.RunResult("kwok", 10, 100, completed=True, ready_s=1.0)
+    rows = harness.table_rows([kw, ps])
+    assert len(rows) == 2
+    assert "incomplete: only 3/10 nodes Ready" in rows[1][1]
+    assert rows[1][4] == "—"
