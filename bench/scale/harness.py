@@ -448,11 +448,14 @@ class PodTracker:
                     self.failed.add(name)
             self.changed.notify_all()
 
-    def wait(self, predicate: Callable[[], bool], deadline: float) -> bool:
+    def wait(
+        self, predicate: Callable[[], bool], deadline: float, alive: Callable[[], bool] = lambda: True
+    ) -> bool:
+        """Until ``predicate()`` holds (True), or the deadline passes or ``alive()`` turns False (False)."""
         with self.lock:
             while not predicate():
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if left <= 0 or not alive():
                     return False
                 self.changed.wait(min(left, 1.0))
             return True
@@ -647,14 +650,18 @@ def run_once(
         def all_up() -> bool:
             return len(tracker.ready) >= serve_count and len(tracker.succeeded) >= result.batch_expected
 
-        reached = tracker.wait(all_up, t_create + limit)
+        def alive() -> bool:
+            return proc.poll() is None
+
+        reached = tracker.wait(all_up, t_create + limit, alive)
         with tracker.lock:
             result.ready_pods = len(tracker.ready)
             result.batch_succeeded = len(tracker.succeeded)
             result.failed = len(tracker.failed)
         if not reached:
             result.note = (
-                f"not all up within {limit:.0f}s: {result.ready_pods}/{serve_count} Running+Ready, "
+                ("" if alive() else f"{contender.name} exited with {proc.returncode}; ")
+                + f"not all up within {limit:.0f}s: {result.ready_pods}/{serve_count} Running+Ready, "
                 f"{result.batch_succeeded}/{result.batch_expected} Succeeded"
             )
             return result
@@ -668,11 +675,13 @@ def run_once(
 
         t_delete = time.monotonic()
         driver.delete_pods_collection(NAMESPACE, f"{LABEL}=1")
-        gone = tracker.wait(lambda: len(tracker.gone) >= pods, t_delete + limit)
+        gone = tracker.wait(lambda: len(tracker.gone) >= pods, t_delete + limit, alive)
         with tracker.lock:
             result.gone_pods = len(tracker.gone)
         if not gone:
-            result.note = f"only {result.gone_pods}/{pods} pods gone within {limit:.0f}s"
+            result.note = ("" if alive() else f"{contender.name} exited with {proc.returncode}; ") + (
+                f"only {result.gone_pods}/{pods} pods gone within {limit:.0f}s"
+            )
             return result
         result.gone_s = time.monotonic() - t_delete
         heartbeat.sample(driver)
@@ -898,9 +907,12 @@ Columns: *nodes up*: contender start to every Node Ready (for KWOK this includes
 the Nodes). *create rate*: the driver's pod creates per second. *create → all up*: first create to
 the last pod at its goal, seen through the driver's watch. *delete → all gone*: the deletecollection
 to the last DELETED event. *contender CPU*, *peak RSS*: of the contender's process over the whole run
-(`/proc/PID/stat`, `VmHWM`). *API requests*: every request the contender made, counted from the
-apiserver's audit log by user agent (`apiserver_request_total` in v1.37 has no user-agent label, so
-it cannot tell the contender from the driver). *apiserver / etcd CPU*: their CPU-seconds over the
+(`/proc/PID/stat`, `VmHWM`). *CPU at rest*: its CPU while every pod was up and nothing changed
+(`--hold` seconds: heartbeats and resyncs only), per minute. *API requests*: every request the
+contender made, counted from the apiserver's audit log by user agent (`apiserver_request_total` in
+v1.37 has no user-agent label, so it cannot tell the contender from the driver); *of which Events*:
+the kubelet's Events (Pulling, Pulled, Created, Started, Killing...), which podstatus writes and KWOK
+does not, so the ratio row gives the requests without them too. *apiserver / etcd CPU*: their CPU-seconds over the
 run, the driver's requests included (the same for both). *missed heartbeats*: node samples (every
 5 s, every node) whose Ready condition was not True or whose Lease was older than its
 `leaseDurationSeconds`, which a node lifecycle controller would turn into Unknown.
