@@ -69,6 +69,8 @@ LABEL = "podstatus.io/scale-bench"
 NODE_PREFIX = "node"
 BATCH_EVERY = 10  # every 10th pod is a batch pod
 CONTENDERS = ("kwok", "podstatus")
+# The apiserver fixture; another copy of it may be named (a tree whose fixture has other options).
+START = Path(os.environ.get("PODSTATUS_APISERVER_START") or ROOT / "tests" / "apiserver" / "start")
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -175,19 +177,26 @@ rules:
 class RealApiServer:
     """A fresh kube-apiserver + etcd from ``tests/apiserver/start``, with an audit log of every request."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, control_plane: bool = False) -> None:
         self.workdir = workdir
+        self.control_plane = control_plane
         workdir.mkdir(parents=True, exist_ok=True)
         self.kubeconfig = str(workdir / "kubeconfig")
         self.audit_log = workdir / "audit.log"
         policy = workdir / "audit-policy.yaml"
         policy.write_text(AUDIT_POLICY, encoding="utf-8")
         self._stderr = open(workdir / "fixture.log", "w")  # noqa: SIM115 (closed in stop)
+        options = []
+        if control_plane:
+            # The scheduler places the pods. The garbage collector would delete the batch pods at
+            # once (their Job is named, never created), so it is off; every other controller runs.
+            options = ["--control-plane", "--controller-manager-arg=--controllers=*,-garbagecollector"]
         self.proc = subprocess.Popen(
             [
-                str(ROOT / "tests" / "apiserver" / "start"),
+                str(START),
                 "--kubeconfig",
                 self.kubeconfig,
+                *options,
                 "--",
                 f"--audit-policy-file={policy}",
                 f"--audit-log-path={self.audit_log}",
@@ -210,10 +219,9 @@ class RealApiServer:
             raise RuntimeError(f"kube-apiserver fixture failed (exit {code}); see {workdir / 'fixture.log'}")
         self.pids: dict[str, int] = {}
         for pid, cmd in descendants(self.proc.pid):
-            if "podstatus-test-apiserver kube-apiserver" in cmd:
-                self.pids["kube-apiserver"] = pid
-            elif "podstatus-test-apiserver etcd" in cmd:
-                self.pids["etcd"] = pid
+            for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler"):
+                if f"podstatus-test-apiserver {name}" in cmd:
+                    self.pids[name] = pid
 
     def driver(self) -> DriverClient:
         return DriverClient.from_kubeconfig(
@@ -364,7 +372,8 @@ class PodstatusContender(Contender):
 # --- the workload ---------------------------------------------------------------------------------
 
 
-def pod_manifest(i: int, node: str) -> dict[str, Any]:
+def pod_manifest(i: int, node: str | None) -> dict[str, Any]:
+    """Pod ``i``: bound to ``node``, or (None) left to the scheduler: the only nodes are the contender's."""
     batch = i % BATCH_EVERY == BATCH_EVERY - 1
     meta: dict[str, Any] = {
         "name": f"scale-{i:06d}",
@@ -390,7 +399,7 @@ def pod_manifest(i: int, node: str) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": meta,
         "spec": {
-            "nodeName": node,
+            **({"nodeName": node} if node else {}),
             "restartPolicy": "Never" if batch else "Always",
             "terminationGracePeriodSeconds": 30,
             "tolerations": [{"operator": "Exists"}],
@@ -542,6 +551,7 @@ class RunResult:
     contender: str
     nodes: int
     pods: int
+    scheduled: bool = False  # placed by kube-scheduler, not bound by the driver
     completed: bool = False
     note: str = ""
     nodes_up_s: float | None = None
@@ -583,9 +593,13 @@ def run_once(
     hold: float = 0.0,
     heartbeat_interval: float = 5.0,
     create_workers: int = 8,
+    scheduled: bool = False,
 ) -> RunResult:
-    """One contender, one size, on ``server`` (fresh): nodes up, pods up, pods gone."""
-    result = RunResult(contender.name, nodes, pods, batch_expected=pods // BATCH_EVERY)
+    """One contender, one size, on ``server`` (fresh): nodes up, pods up, pods gone.
+
+    ``scheduled``: the pods name no node and a kube-scheduler (``--control-plane``) places them.
+    """
+    result = RunResult(contender.name, nodes, pods, batch_expected=pods // BATCH_EVERY, scheduled=scheduled)
     names = node_names(nodes)
     driver = server.driver()
     tracker = PodTracker(pods)
@@ -629,7 +643,7 @@ def run_once(
         watch_started.wait(30)
 
         # Pods: created in parallel by the driver, spread round-robin over the nodes.
-        manifests = [pod_manifest(i, names[i % nodes]) for i in range(pods)]
+        manifests = [pod_manifest(i, None if scheduled else names[i % nodes]) for i in range(pods)]
         failures: list[str] = []
 
         def create(manifest: dict[str, Any]) -> None:
@@ -770,10 +784,14 @@ def _per_minute(r: RunResult) -> float | None:
     return None if r.hold_cpu_s is None or not r.hold_s else r.hold_cpu_s / r.hold_s * 60
 
 
+def _size(r: RunResult) -> str:
+    return f"{r.nodes} × {r.pods}" + (" via kube-scheduler" if r.scheduled else "")
+
+
 def row(r: RunResult) -> list[str]:
     missed = r.not_ready_samples + r.stale_lease_samples
     return [
-        f"{r.nodes} × {r.pods}",
+        _size(r),
         r.contender + ("" if r.completed else f" (incomplete: {r.note})" if r.note else ""),
         _fmt(r.nodes_up_s),
         _fmt(r.create_rate, 0),
@@ -798,7 +816,7 @@ def ratio_row(ps: RunResult, kw: RunResult) -> list[str]:
         (ps.total_requests - _events(ps)) or None, (kw.total_requests - _events(kw)) or None
     )
     return [
-        f"{ps.nodes} × {ps.pods}",
+        _size(ps),
         "**podstatus / KWOK**",
         _ratio(ps.nodes_up_s, kw.nodes_up_s),
         "",
@@ -823,9 +841,9 @@ def markdown_table(header: tuple[str, ...] | list[str], rows: list[list[str]]) -
 
 def table_rows(results: list[RunResult]) -> list[list[str]]:
     out: list[list[str]] = []
-    sizes: dict[tuple[int, int], dict[str, RunResult]] = {}
+    sizes: dict[tuple[int, int, bool], dict[str, RunResult]] = {}
     for r in results:
-        sizes.setdefault((r.nodes, r.pods), {})[r.contender] = r
+        sizes.setdefault((r.nodes, r.pods, r.scheduled), {})[r.contender] = r
     for _size, by_name in sizes.items():
         for name in CONTENDERS:
             if name in by_name:
@@ -840,7 +858,7 @@ def requests_detail(results: list[RunResult]) -> str:
     keys = sorted({k for r in results for k in r.requests_by_resource})
     if not keys:
         return ""
-    header = ["verb resource", *[f"{r.contender} {r.nodes}×{r.pods}" for r in results]]
+    header = ["verb resource", *[f"{r.contender} {_size(r)}" for r in results]]
     rows = [[k, *[str(r.requests_by_resource.get(k, 0)) for r in results]] for k in keys]
     return markdown_table(header, rows)
 
@@ -940,6 +958,11 @@ Notes:
 # --- the command ---------------------------------------------------------------------------------
 
 
+def control_plane_available() -> bool:
+    """Whether this tree's apiserver fixture can run kube-scheduler and kube-controller-manager too."""
+    return "--control-plane" in START.read_text(encoding="utf-8")
+
+
 def parse_sizes(text: str) -> list[tuple[int, int]]:
     sizes = []
     for part in text.split(","):
@@ -960,6 +983,11 @@ def main(argv: list[str] | None = None) -> int:
         default="bench.scale.provider:InstantProvider",
         help="--provider for podstatus node ('' for its default simulated timings)",
     )
+    parser.add_argument(
+        "--scheduled-sizes",
+        default="",
+        help="NODESxPODS,... to run once more with kube-scheduler placing the pods (start --control-plane)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -967,23 +995,37 @@ def main(argv: list[str] | None = None) -> int:
     names = [n.strip() for n in args.contenders.split(",") if n.strip()]
     results: list[RunResult] = []
     notes: list[str] = []
-    for nodes, pods in parse_sizes(args.sizes):
+    plan = [(n, p, False) for n, p in parse_sizes(args.sizes)]
+    if args.scheduled_sizes:
+        if control_plane_available():
+            plan += [(n, p, True) for n, p in parse_sizes(args.scheduled_sizes)]
+        else:
+            notes.append("via kube-scheduler: not run, tests/apiserver/start has no --control-plane here")
+    for nodes, pods, scheduled in plan:
         for name in names:
+            label = f"{nodes} × {pods}{' via kube-scheduler' if scheduled else ''} {name}"
             if name == "podstatus" and not PodstatusContender.available():
-                notes.append(f"{nodes} × {pods} podstatus: not run, `podstatus node` is not in this tree")
+                notes.append(f"{label}: not run, `podstatus node` is not in this tree")
                 continue
             contender: Contender = (
                 KwokContender() if name == "kwok" else PodstatusContender(args.podstatus_provider or None)
             )
-            workdir = base / f"{nodes}x{pods}-{name}"
+            workdir = base / f"{nodes}x{pods}{'-scheduled' if scheduled else ''}-{name}"
             workdir.mkdir(parents=True, exist_ok=True)
-            log.info("run: %s, %d nodes, %d pods (logs in %s)", name, nodes, pods, workdir)
-            server = RealApiServer(workdir / "apiserver")
+            log.info("run: %s (logs in %s)", label, workdir)
             try:
-                result = run_once(contender, server, nodes, pods, workdir, hold=args.hold)
+                server = RealApiServer(workdir / "apiserver", control_plane=scheduled)
+            except Exception as err:
+                log.exception("the API server did not start")
+                results.append(RunResult(name, nodes, pods, scheduled=scheduled, note=f"failed: {err}"))
+                continue
+            try:
+                result = run_once(
+                    contender, server, nodes, pods, workdir, hold=args.hold, scheduled=scheduled
+                )
             except Exception as err:
                 log.exception("run failed")
-                result = RunResult(name, nodes, pods, note=f"failed: {err}")
+                result = RunResult(name, nodes, pods, scheduled=scheduled, note=f"failed: {err}")
             finally:
                 server.stop()
             results.append(result)
