@@ -158,8 +158,9 @@ class Server(Protocol):
 
     def contender_requests(
         self, driver: DriverClient, agent: str
-    ) -> tuple[Counter[str], Counter[str], list[str]]:
-        """(by verb, by verb and resource, the user agents counted) of the contender's requests."""
+    ) -> tuple[Counter[str], Counter[str], list[str], Counter[str]]:
+        """By verb, by verb and resource, the user agents counted, and the answers not 2xx (by verb,
+        resource and code) of the contender's requests."""
         ...
 
     def stop(self) -> None: ...
@@ -237,12 +238,13 @@ class RealApiServer:
 
     def contender_requests(
         self, driver: DriverClient, agent: str
-    ) -> tuple[Counter[str], Counter[str], list[str]]:
+    ) -> tuple[Counter[str], Counter[str], list[str], Counter[str]]:
         time.sleep(1.0)  # the last watch's ResponseComplete
         seen: set[str] = set()
         by_verb: Counter[str] = Counter()
         by_resource: Counter[str] = Counter()
         agents: Counter[str] = Counter()
+        errors: Counter[str] = Counter()
         with open(self.audit_log, encoding="utf-8") as f:
             for line in f:
                 event = json.loads(line)
@@ -257,7 +259,10 @@ class RealApiServer:
                 by_verb[event["verb"]] += 1
                 by_resource[f"{event['verb']} {resource}"] += 1
                 agents[user_agent.split(" ")[0]] += 1
-        return by_verb, by_resource, sorted(agents)
+                code = (event.get("responseStatus") or {}).get("code") or 0
+                if not 200 <= code < 300:
+                    errors[f"{event['verb']} {resource} {code}"] += 1
+        return by_verb, by_resource, sorted(agents), errors
 
     def stop(self) -> None:
         _stop_process(self.proc, timeout=60)
@@ -284,13 +289,13 @@ class EmbeddedServer:
 
     def contender_requests(
         self, driver: DriverClient, agent: str
-    ) -> tuple[Counter[str], Counter[str], list[str]]:
+    ) -> tuple[Counter[str], Counter[str], list[str], Counter[str]]:
         # Only the driver and the contender talk to it: the contender's are the rest.
         time.sleep(0.5)
         total = Counter(self.server.counter.snapshot())
         total.subtract(driver.requests.snapshot())
         by_verb = Counter({verb: n for verb, n in total.items() if n > 0})
-        return by_verb, Counter(), []
+        return by_verb, Counter(), [], Counter()
 
     def stop(self) -> None:
         self.server.stop()
@@ -570,6 +575,7 @@ class RunResult:
     peak_rss: int | None = None
     requests: dict[str, int] = field(default_factory=dict)
     requests_by_resource: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)  # answers not 2xx, by verb, resource and code
     agents: list[str] = field(default_factory=list)
     server_cpu: dict[str, float] = field(default_factory=dict)
     heartbeat_samples: int = 0
@@ -713,7 +719,8 @@ def run_once(
         result.wall_s = time.monotonic() - t0
         _stop_process(proc)
         result.server_cpu = {k: round(cpu1[k] - cpu0.get(k, 0.0), 2) for k in cpu1}
-        by_verb, by_resource, agents = server.contender_requests(driver, contender.agent)
+        by_verb, by_resource, agents, errors = server.contender_requests(driver, contender.agent)
+        result.errors = dict(errors)
         result.requests = dict(by_verb)
         result.requests_by_resource = dict(by_resource)
         result.agents = agents
@@ -854,12 +861,14 @@ def table_rows(results: list[RunResult]) -> list[list[str]]:
     return out
 
 
-def requests_detail(results: list[RunResult]) -> str:
-    keys = sorted({k for r in results for k in r.requests_by_resource})
+def requests_detail(results: list[RunResult], attribute: str = "requests_by_resource") -> str:
+    counts = [getattr(r, attribute) for r in results]
+    keys = sorted({k for c in counts for k in c})
     if not keys:
         return ""
-    header = ["verb resource", *[f"{r.contender} {_size(r)}" for r in results]]
-    rows = [[k, *[str(r.requests_by_resource.get(k, 0)) for r in results]] for k in keys]
+    first = "verb resource" + (" code" if attribute == "errors" else "")
+    header = [first, *[f"{r.contender} {_size(r)}" for r in results]]
+    rows = [[k, *[str(c.get(k, 0)) for c in counts]] for k in keys]
     return markdown_table(header, rows)
 
 
@@ -891,6 +900,7 @@ def write_doc(path: Path, results: list[RunResult], command: str, notes: list[st
         commit=git_commit(),
         table=markdown_table(COLUMNS, table_rows(results)),
         detail=requests_detail(results) or "(no per-resource counts)",
+        errors=requests_detail(results, "errors") or "(none)",
         notes="\n".join(f"- {n}" for n in notes) or "- none",
         raw=json.dumps([r.__dict__ for r in results], indent=1, default=str),
     )
@@ -940,6 +950,11 @@ run, the driver's requests included (the same for both). *missed heartbeats*: no
 Requests by verb and resource (from the audit log):
 
 {detail}
+
+Answers other than 2xx to the contenders (a 404 is a delete of a pod already gone, a 409 a write
+on a stale resourceVersion):
+
+{errors}
 
 Notes:
 
