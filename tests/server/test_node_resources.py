@@ -358,7 +358,12 @@ def test_node_spec_patch_keeps_status_and_status_patch_keeps_spec(store: Store) 
     store.patch("nodes", None, "n1", {"status": {"conditions": []}})  # ignored (not the status subresource)
     cordoned = store.patch("nodes", None, "n1", {"spec": {"unschedulable": True}})
     assert cordoned.obj["spec"]["unschedulable"] is True
-    assert cordoned.obj["status"] == {"conditions": [{"type": "Ready", "status": "True"}]}
+    assert cordoned.obj["status"]["conditions"] == [
+        {"lastHeartbeatTime": None, "lastTransitionTime": None, "type": "Ready", "status": "True"}
+    ]
+    # Printed as kube-apiserver prints a Node: every nodeInfo field, the kubelet endpoint.
+    assert cordoned.obj["status"]["nodeInfo"]["kubeletVersion"] == ""
+    assert cordoned.obj["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
     tainted = store.patch("nodes", None, "n1", {"spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}})
     assert tainted.obj["spec"]["taints"] == [{"key": "k", "effect": "NoSchedule"}]
     with pytest.raises(UnprocessableEntityError):
