@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import urllib3
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from podstatus.clients import FakeNodeClient, NodeClient
@@ -318,3 +318,51 @@ def test_leases_and_events_tables(server: EmbeddedApiServer, env: dict[str, str]
     assert out.split() == ["NAME", "HOLDER", "AGE", "table-node", "table-node", out.split()[-1]]
     discovered = kubectl(env, "api-resources", "--api-group", "coordination.k8s.io")
     assert "leases" in discovered and "Lease" in discovered
+
+
+def test_watch_patch_types_and_delete_over_http(
+    server: EmbeddedApiServer, api_client: client.ApiClient
+) -> None:
+    coordination = client.CoordinationV1Api(api_client)
+    http = HttpKubeClient(server.url)
+    # A write first: a list of a fresh store is at resourceVersion "0", which a watch reads as "now".
+    http.create_lease(NODE_LEASES, {"metadata": {"name": "before-watch"}, "spec": {}})
+    start = coordination.list_namespaced_lease(NODE_LEASES).metadata.resource_version
+    http.create_lease(NODE_LEASES, {"metadata": {"name": "watched"}, "spec": {"holderIdentity": "a"}})
+    base = f"{server.url}/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASES}/leases/watched"
+    merge = urllib3.request(
+        "PATCH", base, body=b'{"spec": {"holderIdentity": "b"}}',
+        headers={"Content-Type": "application/merge-patch+json"},
+    )  # fmt: skip
+    assert merge.status == 200 and json.loads(merge.data)["spec"]["holderIdentity"] == "b"
+    ops = b'[{"op": "replace", "path": "/spec/holderIdentity", "value": "c"}]'
+    jp = urllib3.request("PATCH", base, body=ops, headers={"Content-Type": "application/json-patch+json"})
+    assert jp.status == 200 and json.loads(jp.data)["spec"]["holderIdentity"] == "c"
+    gone = urllib3.request("DELETE", base)
+    assert gone.status == 200 and json.loads(gone.data)["kind"] == "Lease"
+
+    stream = watch.Watch().stream(
+        coordination.list_namespaced_lease, NODE_LEASES, resource_version=start, timeout_seconds=1
+    )
+    seen = [
+        (e["type"], e["object"].spec.holder_identity)
+        for e in stream
+        if e["object"].metadata.name == "watched"
+    ]
+    assert seen == [("ADDED", "a"), ("MODIFIED", "b"), ("MODIFIED", "c"), ("DELETED", "c")]
+
+    # An Event written through core/v1 is watched through events.k8s.io.
+    events_start = client.CoreV1Api(api_client).list_namespaced_event("default").metadata.resource_version
+    http.create_event(
+        "default",
+        {"metadata": {"name": "watched.1"}, "involvedObject": {"kind": "Node", "name": "w"}, "reason": "R"},
+    )
+    url = (
+        f"{server.url}/apis/events.k8s.io/v1/namespaces/default/events"
+        f"?watch=true&resourceVersion={events_start}&timeoutSeconds=1"
+    )
+    lines = [json.loads(line) for line in urllib3.request("GET", url).data.splitlines() if line.strip()]
+    assert [(e["type"], e["object"]["apiVersion"], e["object"]["reason"]) for e in lines] == [
+        ("ADDED", "events.k8s.io/v1", "R")
+    ]
+    http.close()
