@@ -1155,3 +1155,47 @@ def test_describe_pod_shows_its_events(
     assert got[0] == "Events:"
     assert any("BackOff" in line and "Back-off restarting" in line for line in got)
     assert any("(x3 over <age>)" in line for line in got)
+
+
+def test_event_and_lease_tables(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """The Table kubectl asks for: columns (names, priorities) and the cells of our rows."""
+
+    def scenario(ctx: Ctx) -> Any:
+        pod, uid = ctx.pod()
+        core, v1, lease = _named(ctx, "ev"), _named(ctx, "ev"), _named(ctx, "lease")
+        ctx.raw.request("POST", CORE_EVENTS, _core_event(core, pod, uid, reportingComponent="", count=5))
+        ctx.raw.request(
+            "POST", V1_EVENTS, _v1_event(v1, pod, uid, series={"count": 3, "lastObservedTime": MICRO})
+        )
+        ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {"holderIdentity": "h"}})
+        table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+        def rows(path: str, names: set[str]) -> Any:
+            ans = ctx.raw.request("GET", path, accept=table)
+            if ans.code != 200:
+                return ctx.error(ans)
+            columns = [
+                (c["name"], c["type"], c.get("format", ""), c.get("priority", 0))
+                for c in ans.body["columnDefinitions"]
+            ]
+            cells = [
+                ctx.scrub(
+                    [
+                        re.sub(r"^\d+[smhdy](\d+[smhd])?$", "<age>", c) if isinstance(c, str) else c
+                        for c in r["cells"]
+                    ]
+                )
+                for r in ans.body["rows"]
+                if r["object"]["metadata"]["name"] in names
+            ]
+            return {"columns": columns, "cells": sorted(cells, key=json.dumps)}
+
+        return {
+            "core": rows(CORE_EVENTS, {core, v1}),
+            "v1": rows(V1_EVENTS, {core, v1}),
+            "leases": rows(LEASES_PATH, {lease}),
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [c[0] for c in got["core"]["columns"]][:4] == ["Last Seen", "Type", "Reason", "Object"]
+    assert [c[0] for c in got["leases"]["columns"]] == ["Name", "Holder", "Age"]
