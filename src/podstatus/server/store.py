@@ -1,4 +1,4 @@
-"""The embedded API server's in-memory object store: pods and nodes (namespaces implied).
+"""The embedded API server's in-memory object store: pods, nodes, Leases, Events (namespaces implied).
 
 It does what the real API server's registry does for these resources: defaulting,
 validation, resourceVersion concurrency, UID preconditions, graceful deletion and
