@@ -259,6 +259,12 @@ def test_node_status_cordon_and_taint(
     assert [a.address for a in read.status.addresses] == ["10.0.0.9", name]
 
     assert kubectl(env, "get", "node", name, "--no-headers").split()[1] == "Ready"
+    # kubectl describe node shows the node's Lease (kube-node-lease/<node name>).
+    node_client.create_lease(NODE_LEASES, {"metadata": {"name": name}, "spec": {"holderIdentity": name,
+                                                                                "renewTime": micro()}})  # fmt: skip
+    described = kubectl(env, "describe", "node", name)
+    assert f"HolderIdentity:  {name}" in described
+    assert "KubeletReady" in described
     kubectl(env, "cordon", name)
     assert kubectl(env, "get", "node", name, "--no-headers").split()[1] == "Ready,SchedulingDisabled"
     kubectl(env, "taint", "node", name, "dedicated=agents:NoSchedule")
