@@ -901,6 +901,9 @@ def test_lease_validation_and_micro_time(
             ctx.error(create(leaseDurationSeconds="40")),
             _object(ctx, create(holderIdentity="n", leaseDurationSeconds=40,
                                 acquireTime="2026-01-02T04:04:05.000001+01:00", renewTime=MICRO)),
+            _object(ctx, create(holderIdentity="n", preferredHolder="m")),
+            _object(ctx, create(holderIdentity="n", strategy="OldestEmulationVersion", preferredHolder="m")),
+            _object(ctx, create(holderIdentity="n", strategy="Newest")),
         ]  # fmt: skip
 
     got = same_as_real(server, real_server, request, scenario)

@@ -394,3 +394,11 @@ def test_node_provider_id_is_set_once(store: Store) -> None:
     store.patch("nodes", None, "n1", {"spec": {"providerID": "sim://n1"}})
     with pytest.raises(UnprocessableEntityError, match="may not change providerID"):
         store.patch("nodes", None, "n1", {"spec": {"providerID": "sim://other"}})
+
+
+def test_lease_fields_of_a_disabled_feature_are_dropped(store: Store) -> None:
+    # CoordinatedLeaderElection is off by default in kube-apiserver v1.37.
+    created = store.create(
+        LEASES, "kube-node-lease", lease(strategy="OldestEmulationVersion", preferredHolder="m")
+    )
+    assert "strategy" not in created.obj["spec"] and "preferredHolder" not in created.obj["spec"]

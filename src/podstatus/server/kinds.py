@@ -371,7 +371,9 @@ class LeaseStrategy(Strategy):
 
     _dec = _Decoder("Lease")
 
-    def _canonical(self, obj: dict[str, Any], errors: list[FieldError]) -> None:
+    def _canonical(
+        self, obj: dict[str, Any], errors: list[FieldError], old: dict[str, Any] | None = None
+    ) -> None:
         dec = self._dec
         spec = dec.struct(obj, "spec", "Lease", "spec", "v1.LeaseSpec")
         for key in ("holderIdentity", "strategy", "preferredHolder"):
@@ -382,7 +384,14 @@ class LeaseStrategy(Strategy):
             if key in spec:
                 dec.time(spec, key, micro=True)
         # Only the API's fields, in its order; pointers left out when unset.
-        obj["spec"] = {k: spec[k] for k in _LEASE_SPEC if spec.get(k) is not None}
+        spec = {k: spec[k] for k in _LEASE_SPEC if spec.get(k) is not None}
+        # strategy and preferredHolder belong to CoordinatedLeaderElection, off by default in
+        # v1.37: dropped unless the stored Lease already has them (DropDisabledSpecFields).
+        old_spec = (old or {}).get("spec") or {}
+        for key in ("strategy", "preferredHolder"):
+            if key in spec and not old_spec.get(key):
+                del spec[key]
+        obj["spec"] = spec
         obj.pop("status", None)
         duration = spec.get("leaseDurationSeconds")
         if duration is not None and duration <= 0:
@@ -405,7 +414,7 @@ class LeaseStrategy(Strategy):
     def prepare_update(
         self, old: dict[str, Any], obj: dict[str, Any], subresource: str | None, errors: list[FieldError]
     ) -> None:
-        self._canonical(obj, errors)
+        self._canonical(obj, errors, old)
 
 
 # --- Events ---------------------------------------------------------------------------
