@@ -402,3 +402,25 @@ def test_lease_fields_of_a_disabled_feature_are_dropped(store: Store) -> None:
         LEASES, "kube-node-lease", lease(strategy="OldestEmulationVersion", preferredHolder="m")
     )
     assert "strategy" not in created.obj["spec"] and "preferredHolder" not in created.obj["spec"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"spec": 1}, "json: cannot unmarshal number into Go struct field Node.spec of type v1.NodeSpec"),
+        ({"spec": {"unschedulable": "yes"}}, "Go struct field NodeSpec.spec.unschedulable of type bool"),
+        ({"spec": {"taints": {}}}, "Go struct field NodeSpec.spec.taints of type []v1.Taint"),
+        (
+            {"status": {"conditions": [1]}},
+            "Go struct field NodeStatus.status.conditions of type v1.NodeCondition",
+        ),
+        ({"status": {"nodeInfo": {"kubeletVersion": 1}}}, "NodeSystemInfo.status.nodeInfo.kubeletVersion"),
+    ],
+)
+def test_node_wrong_types_are_bad_requests(store: Store, body: dict[str, Any], message: str) -> None:
+    # Stored, they would break every later read of the node list (printing, clients).
+    with pytest.raises(BadRequestError, match=re.escape(message)):
+        store.create("nodes", None, {"metadata": {"name": "n1"}, **body})
+    store.create("nodes", None, node())
+    with pytest.raises(BadRequestError):
+        store.patch("nodes", None, "n1", body, subresource="status" if "status" in body else None)
