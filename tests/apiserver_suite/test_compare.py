@@ -1202,3 +1202,34 @@ def test_event_and_lease_tables(server: Server, real_server: Server, request: py
     got = same_as_real(server, real_server, request, scenario)
     assert [c[0] for c in got["core"]["columns"]][:4] == ["Last Seen", "Type", "Reason", "Object"]
     assert [c[0] for c in got["leases"]["columns"]] == ["Name", "Holder", "Age"]
+
+
+def test_missing_duplicate_and_deleted_events_and_leases(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        pod, uid = ctx.pod()
+        event, lease = _named(ctx, "ev"), _named(ctx, "lease")
+        out = [
+            ctx.error(ctx.raw.request("GET", f"{CORE_EVENTS}/no-such-event")),
+            ctx.error(ctx.raw.request("GET", f"{V1_EVENTS}/no-such-event")),
+        ]
+        ctx.raw.request("POST", CORE_EVENTS, _core_event(event, pod, uid))
+        ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {}})
+        node = _named(ctx, "node")
+        ctx.raw.request("POST", "/api/v1/nodes", {"metadata": {"name": node}})
+        out += [
+            ctx.error(ctx.raw.request("POST", V1_EVENTS, _v1_event(event, pod, uid))),
+            ctx.error(ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {}})),
+        ]
+        for path in (f"{V1_EVENTS}/{event}", f"{LEASES_PATH}/{lease}", f"/api/v1/nodes/{node}"):
+            gone = ctx.raw.request("DELETE", path)
+            body = gone.body if isinstance(gone.body, dict) else {}
+            details = {k: v for k, v in (body.get("details") or {}).items() if k != "uid"}
+            out.append({"code": gone.code, "kind": body.get("kind"), "status": body.get("status"),
+                        "apiVersion": body.get("apiVersion"), "details": ctx.scrub(details)})  # fmt: skip
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[1]["body"]["message"] == 'events.events.k8s.io "no-such-event" not found'
+    assert got[2]["code"] == got[3]["code"] == 409
