@@ -424,3 +424,22 @@ def test_node_wrong_types_are_bad_requests(store: Store, body: dict[str, Any], m
     store.create("nodes", None, node())
     with pytest.raises(BadRequestError):
         store.patch("nodes", None, "n1", body, subresource="status" if "status" in body else None)
+
+
+def test_events_expire_an_hour_after_their_last_write() -> None:
+    now = [1_700_000_000.0]
+    store = Store(clock=lambda: now[0])
+    store.create("events", "default", core_event())
+    store.create(LEASES, "kube-node-lease", lease())
+    watch = store.watch("events", "default", resource_version=str(store.resource_version))
+    now[0] += 3599
+    store.patch("events", "default", "p.1", {"count": 2})  # a repeat: the hour starts again
+    now[0] += 3599
+    assert store.get("events", "default", "p.1").obj["count"] == 2
+    now[0] += 2
+    with pytest.raises(NotFoundError):
+        store.get(EVENTS_V1, "default", "p.1")
+    # Watchers see it go, as when etcd drops the key; Leases have no TTL.
+    seen = [watch.next(timeout=1), watch.next(timeout=1)]
+    assert [e.type for e in seen if e is not None] == ["MODIFIED", "DELETED"]
+    assert store.get(LEASES, "kube-node-lease", "n1")

@@ -606,6 +606,9 @@ class EventStrategy(Strategy):
     creates and updates get the strict validation of that API version.
     """
 
+    # kube-apiserver's --event-ttl default: an Event goes an hour after its last write.
+    ttl = 3600.0
+
     def __init__(self, *, strict: bool) -> None:
         self.strict = strict
         self.converts = strict
