@@ -137,6 +137,18 @@ class DriverClient(HttpKubeClient):
         items, _ = self._list_objects(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", {})
         return items
 
+    def wait_for_service_account(self, namespace: str, timeout: float = 60.0) -> None:
+        """With ServiceAccount admission a pod needs ``default`` there; a controller creates it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._request("get", "GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+                return
+            except ApiError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
     def delete_pods_collection(self, namespace: str, label_selector: str) -> None:
         self._request(
             "deletecollection",
@@ -648,6 +660,8 @@ def run_once(
             t.start()
         watch_started.wait(30)
 
+        if scheduled:
+            driver.wait_for_service_account(NAMESPACE)
         # Pods: created in parallel by the driver, spread round-robin over the nodes.
         manifests = [pod_manifest(i, None if scheduled else names[i % nodes]) for i in range(pods)]
         failures: list[str] = []
