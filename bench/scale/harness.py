@@ -64,6 +64,7 @@ from . import kwok  # noqa: E402
 log = logging.getLogger("bench.scale")
 
 DRIVER_AGENT = "podstatus-scale-driver/0.1"
+DRIVER_TIMEOUT = (5.0, 300.0)  # (connect, read) seconds
 NAMESPACE = "default"
 LABEL = "podstatus.io/scale-bench"
 NODE_PREFIX = "node"
@@ -238,7 +239,12 @@ class RealApiServer:
 
     def driver(self) -> DriverClient:
         return DriverClient.from_kubeconfig(
-            self.kubeconfig, requests=RequestCounter(), user_agent=DRIVER_AGENT, pool_maxsize=32
+            self.kubeconfig,
+            requests=RequestCounter(),
+            user_agent=DRIVER_AGENT,
+            pool_maxsize=32,
+            # A deletecollection of 10,000 pods answers only when every one is marked.
+            timeout=DRIVER_TIMEOUT,
         )
 
     def cpu(self) -> dict[str, float]:
@@ -294,7 +300,9 @@ class EmbeddedServer:
         self.server.write_kubeconfig(self.kubeconfig)
 
     def driver(self) -> DriverClient:
-        return DriverClient(self.server.url, requests=RequestCounter(), user_agent=DRIVER_AGENT)
+        return DriverClient(
+            self.server.url, requests=RequestCounter(), user_agent=DRIVER_AGENT, timeout=DRIVER_TIMEOUT
+        )
 
     def cpu(self) -> dict[str, float]:
         return {}  # in this process: not separable from the driver's
@@ -628,7 +636,7 @@ def run_once(
         threading.Thread(target=watch_pods, args=(driver, tracker, stop, watch_started), daemon=True),
     ]
     # Generous limits: a run that misses them is reported as incomplete, never as a number.
-    limit = 120.0 + pods * 0.1
+    limit = 120.0 + pods * 0.05
     cpu0 = server.cpu()
     t0 = time.monotonic()
     proc = contender.start(server.kubeconfig, nodes, workdir)
@@ -694,7 +702,8 @@ def run_once(
             result.failed = len(tracker.failed)
         if not reached:
             result.note = (
-                ("" if alive() else f"{contender.name} exited with {proc.returncode}; ")
+                (f"{result.note}; " if result.note else "")
+                + ("" if alive() else f"{contender.name} exited with {proc.returncode}; ")
                 + f"not all up within {limit:.0f}s: {result.ready_pods}/{serve_count} Running+Ready, "
                 f"{result.batch_succeeded}/{result.batch_expected} Succeeded"
             )
