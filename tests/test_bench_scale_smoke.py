@@ -34,6 +34,8 @@ def test_scale_smoke_on_the_embedded_server(tmp_path: Path) -> None:
     assert result.failed == 0
     assert result.gone_pods == 10
     assert result.ready_s is not None and result.gone_s is not None and result.nodes_up_s is not None
+    assert result.pod_p50_ms is not None and result.pod_p99_ms is not None
+    assert 0 <= result.pod_p50_ms <= result.pod_p99_ms <= result.ready_s * 1000
     # The contender's requests: its pod watch, a status patch per pod at least, its Nodes and Leases.
     assert result.requests.get("watch", 0) >= 1
     assert result.requests.get("patch", 0) >= 10

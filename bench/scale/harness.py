@@ -452,6 +452,8 @@ class PodTracker:
     seen: set[str] = field(default_factory=set)
     gone: set[str] = field(default_factory=set)
     events: int = 0
+    created_at: dict[str, float] = field(default_factory=dict)  # when the driver's create returned
+    goal_at: dict[str, float] = field(default_factory=dict)  # first seen Running+Ready, or Succeeded
     changed: threading.Condition = field(init=False)
 
     def __post_init__(self) -> None:
@@ -472,15 +474,29 @@ class PodTracker:
                 )
                 if is_ready:
                     self.ever_ready.add(name)
-                if is_ready and (pod.metadata.labels or {}).get("kind") == "serve":
+                serve = (pod.metadata.labels or {}).get("kind") == "serve"
+                if is_ready and serve:
                     self.ready.add(name)
                 else:
                     self.ready.discard(name)
+                if (is_ready and serve) or phase == "Succeeded":
+                    self.goal_at.setdefault(name, time.monotonic())
                 if phase == "Succeeded":
                     self.succeeded.add(name)
                 elif phase == "Failed":
                     self.failed.add(name)
             self.changed.notify_all()
+
+    def created(self, name: str) -> None:
+        with self.lock:
+            self.created_at[name] = time.monotonic()
+
+    def latencies(self) -> list[float]:
+        """Seconds from each pod's create to its goal (an event may beat the create's answer: 0)."""
+        with self.lock:
+            return sorted(
+                max(0.0, self.goal_at[n] - t) for n, t in self.created_at.items() if n in self.goal_at
+            )
 
     def wait(
         self, predicate: Callable[[], bool], deadline: float, alive: Callable[[], bool] = lambda: True
@@ -583,6 +599,8 @@ class RunResult:
     create_s: float | None = None
     create_rate: float | None = None
     ready_s: float | None = None  # create start -> every long-running pod Running+Ready, every batch pod done
+    pod_p50_ms: float | None = None  # one pod's create (answered) -> its goal, median
+    pod_p99_ms: float | None = None
     ready_pods: int = 0
     batch_succeeded: int = 0
     batch_expected: int = 0
@@ -677,6 +695,7 @@ def run_once(
         def create(manifest: dict[str, Any]) -> None:
             try:
                 driver.create_pod(manifest)
+                tracker.created(manifest["metadata"]["name"])
             except ApiError as err:
                 failures.append(f"{manifest['metadata']['name']}: {err}")
 
@@ -709,6 +728,10 @@ def run_once(
             )
             return result
         result.ready_s = time.monotonic() - t_create
+        lat = tracker.latencies()
+        if lat:
+            result.pod_p50_ms = lat[len(lat) // 2] * 1000
+            result.pod_p99_ms = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
         if hold > 0:
             # Everything up and nothing to do but heartbeats: what the contender costs at rest.
             cpu_hold = proc_cpu_seconds(proc.pid)
@@ -794,6 +817,7 @@ COLUMNS = (
     "nodes up (s)",
     "create rate (pods/s)",
     "create → all up (s)",
+    "per pod p50 / p99 (ms)",
     "delete → all gone (s)",
     "contender CPU (s)",
     "CPU at rest (s/min)",
@@ -826,6 +850,7 @@ def row(r: RunResult) -> list[str]:
         _fmt(r.nodes_up_s),
         _fmt(r.create_rate, 0),
         _fmt(r.ready_s),
+        f"{_fmt(r.pod_p50_ms, 0)} / {_fmt(r.pod_p99_ms, 0)}",
         _fmt(r.gone_s),
         _fmt(r.cpu_s),
         _fmt(_per_minute(r), 2),
@@ -851,6 +876,7 @@ def ratio_row(ps: RunResult, kw: RunResult) -> list[str]:
         _ratio(ps.nodes_up_s, kw.nodes_up_s),
         "",
         _ratio(ps.ready_s, kw.ready_s),
+        f"{_ratio(ps.pod_p50_ms, kw.pod_p50_ms)} / {_ratio(ps.pod_p99_ms, kw.pod_p99_ms)}",
         _ratio(ps.gone_s, kw.gone_s),
         _ratio(ps.cpu_s, kw.cpu_s),
         _ratio(_per_minute(ps), _per_minute(kw)),
@@ -956,7 +982,8 @@ deletecollection and every pod gone. The contenders:
 
 Columns: *nodes up*: contender start to every Node Ready (for KWOK this includes the driver creating
 the Nodes). *create rate*: the driver's pod creates per second. *create → all up*: first create to
-the last pod at its goal, seen through the driver's watch. *delete → all gone*: the deletecollection
+the last pod at its goal, seen through the driver's watch. *per pod*: from a pod's create (its answer
+to the driver) to that pod at its goal, median and 99th percentile. *delete → all gone*: the deletecollection
 to the last DELETED event. *contender CPU*, *peak RSS*: of the contender's process over the whole run
 (`/proc/PID/stat`, `VmHWM`). *CPU at rest*: its CPU while every pod was up and nothing changed
 (`--hold` seconds: heartbeats and resyncs only), per minute. *API requests*: every request the
