@@ -593,6 +593,7 @@ class RunResult:
     nodes: int
     pods: int
     scheduled: bool = False  # placed by kube-scheduler, not bound by the driver
+    load: float = 0.0  # the machine's 1-minute load average when the run started
     completed: bool = False
     note: str = ""
     nodes_up_s: float | None = None
@@ -644,6 +645,7 @@ def run_once(
     ``scheduled``: the pods name no node and a kube-scheduler (``--control-plane``) places them.
     """
     result = RunResult(contender.name, nodes, pods, batch_expected=pods // BATCH_EVERY, scheduled=scheduled)
+    result.load = os.getloadavg()[0]
     names = node_names(nodes)
     driver = server.driver()
     tracker = PodTracker(pods)
@@ -827,6 +829,7 @@ COLUMNS = (
     "apiserver CPU (s)",
     "etcd CPU (s)",
     "missed heartbeats",
+    "load at start",
 )
 
 
@@ -860,6 +863,7 @@ def row(r: RunResult) -> list[str]:
         _fmt(r.server_cpu.get("kube-apiserver")),
         _fmt(r.server_cpu.get("etcd")),
         f"{missed} of {r.heartbeat_samples * r.nodes}",
+        f"{r.load:.1f}",
     ]
 
 
@@ -885,6 +889,7 @@ def ratio_row(ps: RunResult, kw: RunResult) -> list[str]:
         f"w/o Events: {without_events}",
         _ratio(ps.server_cpu.get("kube-apiserver"), kw.server_cpu.get("kube-apiserver")),
         _ratio(ps.server_cpu.get("etcd"), kw.server_cpu.get("etcd")),
+        "",
         "",
     ]
 
@@ -993,7 +998,8 @@ the kubelet's Events (Pulling, Pulled, Created, Started, Killing...), which pods
 does not, so the ratio row gives the requests without them too. *apiserver / etcd CPU*: their CPU-seconds over the
 run, the driver's requests included (the same for both). *missed heartbeats*: node samples (every
 5 s, every node) whose Ready condition was not True or whose Lease was older than its
-`leaseDurationSeconds`, which a node lifecycle controller would turn into Unknown.
+`leaseDurationSeconds`, which a node lifecycle controller would turn into Unknown. *load at start*:
+the machine's 1-minute load average as the run began (2 cores: above 2, others were waiting for CPU).
 
 {table}
 
