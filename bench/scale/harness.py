@@ -1078,9 +1078,13 @@ def main(argv: list[str] | None = None) -> int:
             if name == "podstatus" and not PodstatusContender.available():
                 notes.append(f"{label}: not run, `podstatus node` is not in this tree")
                 continue
-            contender: Contender = (
-                KwokContender() if name == "kwok" else PodstatusContender(args.podstatus_provider or None)
-            )
+            try:
+                contender: Contender = (
+                    KwokContender() if name == "kwok" else PodstatusContender(args.podstatus_provider or None)
+                )
+            except (RuntimeError, OSError, subprocess.CalledProcessError) as err:
+                notes.append(f"{label}: not run, {err}")
+                continue
             workdir = base / f"{nodes}x{pods}{'-scheduled' if scheduled else ''}-{name}"
             workdir.mkdir(parents=True, exist_ok=True)
             log.info("run: %s (logs in %s)", label, workdir)
