@@ -946,32 +946,71 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {mem}, {platform.python_implementation()} {platform.python_version()}, load average at start {load}"
 
 
-def write_doc(path: Path, results: list[RunResult], command: str, notes: list[str], started: str) -> None:
+def _label(nodes: int, pods: int, scheduled: bool, name: str) -> str:
+    return f"{nodes} × {pods}{' via kube-scheduler' if scheduled else ''} {name}"
+
+
+def _key(r: RunResult) -> str:
+    return _label(r.nodes, r.pods, r.scheduled, r.contender)
+
+
+def save(
+    path: Path,
+    results: list[RunResult],
+    notes: list[tuple[str, str]],
+    invocation: dict[str, str],
+    *,
+    add: bool,
+) -> None:
+    """Write ``path`` (markdown) and its ``.json`` twin; ``add`` keeps the earlier runs of other sizes."""
+    twin = path.with_suffix(".json")
+    invocations = [invocation]
+    if add and twin.exists():
+        old = json.loads(twin.read_text(encoding="utf-8"))
+        fresh = {_key(r) for r in results} | {label for label, _ in notes}
+        results = [RunResult(**d) for d in old["results"] if _key(RunResult(**d)) not in fresh] + results
+        notes = [(label, text) for label, text in old["notes"] if label not in fresh] + notes
+        invocations = old["invocations"] + invocations
+    order = {name: i for i, name in enumerate(CONTENDERS)}
+    results.sort(key=lambda r: (r.scheduled, r.nodes, r.pods, order.get(r.contender, 9)))
+    twin.write_text(
+        json.dumps(
+            {"invocations": invocations, "notes": notes, "results": [r.__dict__ for r in results]}, indent=1
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     text = DOC_TEMPLATE.format(
-        command=command,
-        started=started,
-        machine=machine(),
-        commit=git_commit(),
+        written="\n".join(
+            f"- `{i['command']}` (started {i['started']}, commit {i['commit']}; {i['machine']})"
+            for i in invocations
+        ),
+        json_name=twin.name,
         table=markdown_table(COLUMNS, table_rows(results)),
         detail=requests_detail(results) or "(no per-resource counts)",
         errors=requests_detail(results, "errors") or "(none)",
-        notes="\n".join(f"- {n}" for n in notes) or "- none",
-        raw=json.dumps([r.__dict__ for r in results], indent=1, default=str),
+        notes="\n".join(f"- {label}: {text}" for label, text in notes) or "- none",
     )
     path.write_text(text, encoding="utf-8")
 
 
 DOC_TEMPLATE = """# Scale: podstatus node against KWOK on the same kube-apiserver
 
-Written by `{command}` (started {started}, commit {commit}).
-Machine: {machine}. Shared with other jobs: figures move with the neighbours' load.
+Written by (each line one invocation; the raw figures are in `{json_name}`):
+
+{written}
+
+The machine is shared with other jobs: figures move with the neighbours' load (see *load at start*).
 
 Each contender gets its own fresh kube-apiserver v1.37.2 + etcd (`tests/apiserver/start`, no
 scheduler, no controller-manager) and the same workload from one Python driver (the project's
 `HttpKubeClient`, 8 threads creating): N nodes brought up and kept alive, M pods created with
 `spec.nodeName` spread round-robin over the nodes (every 10th a batch pod: `restartPolicy: Never`,
 owned by a Job), every long-running pod Running and Ready and every batch pod Succeeded, then one
-deletecollection and every pod gone. The contenders:
+deletecollection and every pod gone. Rows *via kube-scheduler* run the fixture with `--control-plane`
+(kube-scheduler and kube-controller-manager with every default controller but the garbage collector,
+which would delete the batch pods: their Job is named, never created) and the pods name no node:
+the scheduler places them, and the node lifecycle controller watches the heartbeats. The contenders:
 
 - **KWOK v0.8.0** (`kwok`, built by `go install sigs.k8s.io/kwok/cmd/kwok@v0.8.0`), with the stages
   kwokctl gives it by default (node-initialize, node-heartbeat-with-lease, pod-ready, pod-complete,
@@ -1015,14 +1054,6 @@ on a stale resourceVersion):
 Notes:
 
 {notes}
-
-<details><summary>Raw results (JSON)</summary>
-
-```json
-{raw}
-```
-
-</details>
 """
 
 
@@ -1048,6 +1079,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--contenders", default="kwok,podstatus")
     parser.add_argument("--hold", type=float, default=0.0, help="seconds to keep all pods up before deleting")
     parser.add_argument("--write", default=None, help="write the results page here (docs/scale.md)")
+    parser.add_argument(
+        "--add",
+        action="store_true",
+        help="keep the runs of other sizes already in the --write page (its .json twin)",
+    )
     parser.add_argument("--workdir", default=None, help="keep logs here (default: a temporary folder)")
     parser.add_argument(
         "--podstatus-provider",
@@ -1062,28 +1098,36 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load_at_start = machine()
     base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="podstatus-scale-"))
     names = [n.strip() for n in args.contenders.split(",") if n.strip()]
     results: list[RunResult] = []
-    notes: list[str] = []
+    notes: list[tuple[str, str]] = []
     plan = [(n, p, False) for n, p in parse_sizes(args.sizes)]
     if args.scheduled_sizes:
         if control_plane_available():
             plan += [(n, p, True) for n, p in parse_sizes(args.scheduled_sizes)]
         else:
-            notes.append("via kube-scheduler: not run, tests/apiserver/start has no --control-plane here")
+            for nodes, pods in parse_sizes(args.scheduled_sizes):
+                for name in names:
+                    notes.append(
+                        (
+                            _label(nodes, pods, True, name),
+                            "not run, tests/apiserver/start has no --control-plane here",
+                        )
+                    )
     for nodes, pods, scheduled in plan:
         for name in names:
-            label = f"{nodes} × {pods}{' via kube-scheduler' if scheduled else ''} {name}"
+            label = _label(nodes, pods, scheduled, name)
             if name == "podstatus" and not PodstatusContender.available():
-                notes.append(f"{label}: not run, `podstatus node` is not in this tree")
+                notes.append((label, "not run, `podstatus node` is not in this tree"))
                 continue
             try:
                 contender: Contender = (
                     KwokContender() if name == "kwok" else PodstatusContender(args.podstatus_provider or None)
                 )
             except (RuntimeError, OSError, subprocess.CalledProcessError) as err:
-                notes.append(f"{label}: not run, {err}")
+                notes.append((label, f"not run, {err}"))
                 continue
             workdir = base / f"{nodes}x{pods}{'-scheduled' if scheduled else ''}-{name}"
             workdir.mkdir(parents=True, exist_ok=True)
@@ -1107,11 +1151,17 @@ def main(argv: list[str] | None = None) -> int:
             log.info("result: %s", row(result))
     table = markdown_table(COLUMNS, table_rows(results))
     print(table)
-    for n in notes:
-        print(n)
+    for label, text in notes:
+        print(f"{label}: {text}")
     if args.write:
         command = "python -m bench.scale.harness " + " ".join(argv if argv is not None else sys.argv[1:])
-        write_doc(Path(args.write), results, command.strip(), notes, started)
+        invocation = {
+            "command": command.strip(),
+            "started": started,
+            "commit": git_commit(),
+            "machine": load_at_start,
+        }
+        save(Path(args.write), results, notes, invocation, add=args.add)
     return 0 if all(r.completed for r in results) else 1
 
 
