@@ -15,6 +15,8 @@ from podstatus.server import EmbeddedApiServer
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmbeddedApiServer]:
     with EmbeddedApiServer() as srv:
+        for ns in ("official", "watched", "deleting"):
+            srv.store.ensure_namespace(ns)
         yield srv
 
 
