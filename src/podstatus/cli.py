@@ -184,7 +184,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         server = _make_server("127.0.0.1", 0, args.faults)
         server.start()
         # Pods need their namespace (as on a real cluster, where it is created first).
-        for ns in sorted({str((m.get("metadata") or {}).get("namespace") or args.namespace) for m in manifests}):
+        for ns in sorted(
+            {str((m.get("metadata") or {}).get("namespace") or args.namespace) for m in manifests}
+        ):
             server.store.ensure_namespace(ns)
         kubeconfig = args.write_kubeconfig or os.path.join(
             tempfile.gettempdir(), f"podstatus-{os.getpid()}.kubeconfig"

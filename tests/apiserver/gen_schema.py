@@ -62,9 +62,13 @@ def k8s_version() -> str:
 
 
 def spec_dir(version: str) -> Path:
-    modcache = os.environ.get("GOMODCACHE") or subprocess.run(
-        ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=False
-    ).stdout.strip() or str(Path.home() / "go" / "pkg" / "mod")
+    modcache = (
+        os.environ.get("GOMODCACHE")
+        or subprocess.run(
+            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        or str(Path.home() / "go" / "pkg" / "mod")
+    )
     path = Path(modcache) / "k8s.io" / f"kubernetes@v{version}" / "api" / "openapi-spec" / "v3"
     if not path.is_dir():
         raise SystemExit(f"{path} is missing: run `go mod download k8s.io/kubernetes@v{version}`")
@@ -112,7 +116,9 @@ def build(version: str) -> dict[str, Any]:
             if name in types or name in SPECIAL:
                 continue
             schema = schemas[name]
-            props = {key: type_of(value, wanted) for key, value in sorted(schema.get("properties", {}).items())}
+            props = {
+                key: type_of(value, wanted) for key, value in sorted(schema.get("properties", {}).items())
+            }
             entry: dict[str, Any] = {"properties": props}
             if schema.get("required"):
                 entry["required"] = sorted(schema["required"])

@@ -1084,6 +1084,32 @@ def test_number_ranges(server: Server, real_server: Server, request: pytest.Fixt
     assert got["too_big"]["code"] == 400 and got["bad_port"]["code"] == 422
 
 
+def test_int32_overflow_in_a_strategic_merge_patch(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """kube-apiserver v1.37.2 converts a strategic merge patch's numbers without range checks:
+    restartCount 2^40 is stored as 0 (2^40 + 5 as 5)."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        status = {"status": {"containerStatuses": [cstatus("c", {"running": {}}, restartCount=2**40 + 5)]}}
+        ans = status_patch(ctx, name, status)
+        if ans.code != 200:
+            return ctx.error(ans)
+        return [ans.code, ans.body["status"]["containerStatuses"][0]["restartCount"]]
+
+    if server.kind == "embedded":
+        # Deliberate (strict_status=True, the default): the number is refused, never stored wrapped.
+        got = scenario(Ctx(server.raw))
+        assert got["code"] == 422
+        assert got["body"]["message"].endswith(
+            "json: cannot unmarshal number 1099511627781 into Go struct field "
+            "ContainerStatus.status.containerStatuses.restartCount of type int32"
+        )
+        return
+    assert same_as_real(server, real_server, request, scenario) == [200, 5]
+
+
 def test_grace_period_out_of_range(
     server: Server, real_server: Server, request: pytest.FixtureRequest
 ) -> None:

@@ -459,3 +459,20 @@ def test_reads_at_a_future_resource_version(api: Client, server: EmbeddedApiServ
     event = json.loads(ans.raw.splitlines()[0])
     assert event["type"] == "ERROR" and event["object"]["code"] == 504
     assert event["object"]["message"].startswith(f"Timeout: Too large resource version: {future}")
+
+
+def test_kube_like_server_wraps_numbers_of_strategic_merge_patches() -> None:
+    """As kube-apiserver v1.37.2 (tests/apiserver_suite/test_compare.py): with strict_status=False a
+    strategic merge patch's out-of-range int32 is stored converted as Go converts it."""
+    with EmbeddedApiServer(strict_status=False, reap_terminating=False) as srv:
+        srv.store.ensure_namespace(NS)
+        api = Client(srv.url)
+        assert api("POST", PODS, pod("w", nodeName="n1")).code == 201
+        cs = {"name": "c", "image": "busybox:1", "imageID": "", "ready": False, "restartCount": 2**40 + 5,
+              "state": {}}  # fmt: skip
+        ans = api("PATCH", PODS + "/w/status", {"status": {"containerStatuses": [cs]}}, ctype=SMP)
+        assert ans.code == 200 and ans.body["status"]["containerStatuses"][0]["restartCount"] == 5
+        # A JSON merge patch decodes the JSON: refused, as on the real server.
+        assert (
+            api("PATCH", PODS + "/w/status", {"status": {"containerStatuses": [cs]}}, ctype=MERGE).code == 422
+        )

@@ -16,11 +16,11 @@ POD = {
 }
 
 
-
 def _store() -> Store:
     store = Store()
     store.ensure_namespace("ns")
     return store
+
 
 def test_protocol_and_round_trip() -> None:
     client = EmbeddedClient(_store())

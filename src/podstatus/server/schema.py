@@ -55,30 +55,57 @@ class Pruned:
     range_error: str | None = None
 
 
-def prune(kind_key: str, obj: dict[str, Any]) -> Pruned:
+def prune(kind_key: str, obj: dict[str, Any], *, wrap: bool = False) -> Pruned:
     """Remove from ``obj`` (in place) every field the kind's schema does not know.
 
     Paths are written as the real server writes them (``spec.containers[0].foo``). The
     range error is Go's ``encoding/json`` message, e.g. ``json: cannot unmarshal number
     4294967296 into Go struct field ContainerStatus.status.containerStatuses.restartCount
     of type int32``. A kind without a schema is left alone.
+
+    ``wrap``: instead of a range error, an out-of-range integer is converted as Go converts
+    it (kube-apiserver's strategic merge patches go through such a conversion and store
+    2^40 in an int32 field as 0).
     """
     out = Pruned()
     root = _root(kind_key)
     if root is not None:
-        _walk(obj, {"ref": root}, "", root.rsplit(".", 1)[-1], (), out)
+        _walk(obj, {"ref": root}, "", root.rsplit(".", 1)[-1], (), out, wrap)
     return out
 
 
-def _walk(value: Any, spec: Any, path: str, struct: str, fields: tuple[str, ...], out: Pruned) -> None:
+def _go_convert(value: int, kind: str) -> int:
+    """Go's ``reflect.Value.Convert`` of a decoded JSON integer to ``kind`` on amd64: an int64 is
+    truncated to the low bits; a larger number was decoded as a float64, which converts to the
+    minimum value."""
+    if not -(2**63) <= value < 2**63:
+        return _INT_RANGES[kind][0]
+    bits = 32 if kind == "int32" else 64
+    low = value & ((1 << bits) - 1)
+    return low - (1 << bits) if low >= 1 << (bits - 1) else low
+
+
+def _walk(
+    value: Any, spec: Any, path: str, struct: str, fields: tuple[str, ...], out: Pruned, wrap: bool
+) -> Any:
+    """Walks ``value``; returns the value to keep (only ever different for a wrapped number)."""
     if isinstance(spec, str):
         bounds = _INT_RANGES.get(spec)
-        if bounds is not None and out.range_error is None:
+        if bounds is None:
+            return value
+        if (
+            wrap
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+            and not bounds[0] <= value <= bounds[1]
+        ):
+            return _go_convert(value, spec)
+        if out.range_error is None:
             _check_int(value, spec, bounds, struct, fields, out)
-        return
+        return value
     if "ref" in spec:
         if not isinstance(value, dict):
-            return
+            return value
         name: str = spec["ref"]
         props: dict[str, Any] = schema_data()["types"][name]["properties"]
         short = name.rsplit(".", 1)[-1]
@@ -89,16 +116,17 @@ def _walk(value: Any, spec: Any, path: str, struct: str, fields: tuple[str, ...]
                 out.unknown.append(sub)
                 del value[key]
                 continue
-            _walk(value[key], prop, sub, short, (*fields, key), out)
-        return
+            value[key] = _walk(value[key], prop, sub, short, (*fields, key), out, wrap)
+        return value
     if "array" in spec:
         if isinstance(value, list):
             for i, item in enumerate(value):
-                _walk(item, spec["array"], f"{path}[{i}]", struct, fields, out)
-        return
+                value[i] = _walk(item, spec["array"], f"{path}[{i}]", struct, fields, out, wrap)
+        return value
     if "map" in spec and isinstance(value, dict):
         for key, item in value.items():
-            _walk(item, spec["map"], f"{path}[{key}]", struct, fields, out)
+            value[key] = _walk(item, spec["map"], f"{path}[{key}]", struct, fields, out, wrap)
+    return value
 
 
 def _check_int(

@@ -840,11 +840,13 @@ def _invalid_patch(detail: str, quoted: str) -> UnprocessableEntityError:
 
 
 def decode_patched(
-    info: ResourceInfo, result: dict[str, Any], patch: Any, kind: str, options: WriteOptions
+    info: ResourceInfo, result: dict[str, Any], patch: Any, kind: str, options: WriteOptions, *, wrap: bool
 ) -> None:
     """As :func:`decode_body`, for the result of a patch: failures are 422s on the field ``patch``
-    (quoting the patch for a strategic merge patch, the patched object otherwise)."""
-    found = schema.prune(_kind_key(info), result)
+    (quoting the patch for a strategic merge patch, the patched object otherwise). ``wrap``:
+    out-of-range integers of a strategic merge patch are converted as the real server does
+    (silently, see schema.prune) instead of refused."""
+    found = schema.prune(_kind_key(info), result, wrap=wrap and kind == STRATEGIC_MERGE_PATCH)
     if not found.range_error and (not found.unknown or options.field_validation != "Strict"):
         if found.unknown and options.field_validation == "Warn":
             options.warnings.extend(f'unknown field "{p}"' for p in found.unknown)
@@ -1319,7 +1321,8 @@ class Store:
                 raise UnprocessableEntityError(message, status=status_body(422, "Invalid", message))
             result.setdefault("metadata", {})
             opts = options if options is not None else WriteOptions(field_validation="Ignore")
-            decode_patched(info, result, data, kind, opts)
+            # podstatus refuses what kube-apiserver would store wrapped (2^40 as 0); kube-like stores it.
+            decode_patched(info, result, data, kind, opts, wrap=not self._strict_status)
             with self._dry(opts):
                 return self._write(info, namespace or "", current, result, subresource, bad=422, patch=True)
 
