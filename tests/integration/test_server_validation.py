@@ -369,7 +369,9 @@ def test_bad_content_length_is_refused(api: Client) -> None:
     for value in (b"-1", b"+5", b"1e3", b"5, 5"):
         req = (b"POST " + PODS.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                b"Content-Length: " + value + b"\r\nConnection: close\r\n\r\n" + body)  # fmt: skip
-        assert api.raw(req).startswith(b"HTTP/1.1 400 "), value
+        answer = api.raw(req)
+        assert answer.startswith(b"HTTP/1.1 400 "), (value, answer)
+        assert b"bad Content-Length" in answer.split(b"\r\n\r\n", 1)[1], (value, answer)
 
 
 def test_annotations_are_capped_at_256_kib(api: Client) -> None:

@@ -1141,7 +1141,7 @@ class Store:
         as they were at the first page's resourceVersion; a token older than the history
         answers 410 Expired with a token that goes on at the current state instead."""
         info = self._info(resource)
-        ls, fs = _selectors(info.name, label_selector, field_selector)
+        ls, fs = _selectors(info.key, label_selector, field_selector)
         start: tuple[str, str] | None = None
         at: int | None = None
         if continue_token:
@@ -1160,6 +1160,8 @@ class Store:
             items = [s for s in items if _matches(s.obj, ls, fs)]
         if start is not None:
             items = [s for s in items if _list_key(info, s) >= start]
+        if info.strategy is not None and info.strategy.converts:
+            items = [info.view(s) for s in items]
         if limit is None or limit <= 0 or len(items) <= limit:
             return ListPage(items, rv)
         page = items[:limit]
@@ -1178,7 +1180,7 @@ class Store:
             event = self._ring[r % self._size]
             if event is None or event.rv != r:
                 raise _continue_expired(info, namespace, start)
-            if event.resource != info.name or (
+            if event.resource != info.storage or (
                 namespace and info.namespaced and event.namespace != namespace
             ):
                 continue
