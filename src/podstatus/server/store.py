@@ -1,4 +1,4 @@
-"""The embedded API server's in-memory object store: pods and nodes (namespaces implied).
+"""The embedded API server's in-memory object store: pods, nodes, namespaces, leases and events.
 
 It does what the real API server's registry does for these resources: defaulting,
 validation, resourceVersion concurrency, UID preconditions, graceful deletion and
@@ -942,7 +942,7 @@ def decode_patched(
 
 
 class Store:
-    """Thread-safe in-memory pods, nodes and (implied) namespaces with watch history.
+    """Thread-safe in-memory objects (pods, nodes, namespaces, leases, events) with watch history.
 
     ``history_size`` bounds the events a watch can resume from; older
     resourceVersions get 410 Expired. ``clock`` gives epoch seconds (tests may
