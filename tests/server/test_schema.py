@@ -79,3 +79,20 @@ def test_swagger_definitions_carry_kinds_and_formats() -> None:
         "items": {"$ref": "#/definitions/io.k8s.api.core.v1.Container"},
     }
     assert spec["terminationGracePeriodSeconds"] == {"type": "integer", "format": "int64"}
+
+
+def test_a_patch_is_only_looked_at() -> None:
+    patch: dict[str, Any] = {
+        "status": {
+            "$setElementOrder/conditions": [{"type": "Ready"}],
+            "conditions": [{"type": "Gone", "$patch": "delete"}, {"type": "Ready", "status": "True"}],
+            "oldField": None,
+            "newField": 1,
+        }
+    }
+    found = schema.prune("v1/Pod", patch, patch=True)
+    assert found.unknown == ["status.newField"]
+    assert patch["status"]["newField"] == 1  # nothing removed
+    restart = {"status": {"containerStatuses": [{"restartCount": 2**40}]}}
+    assert schema.prune("v1/Pod", restart, patch=True).range_error
+    assert restart["status"]["containerStatuses"][0]["restartCount"] == 2**40

@@ -55,7 +55,7 @@ class Pruned:
     range_error: str | None = None
 
 
-def prune(kind_key: str, obj: dict[str, Any], *, wrap: bool = False) -> Pruned:
+def prune(kind_key: str, obj: dict[str, Any], *, wrap: bool = False, patch: bool = False) -> Pruned:
     """Remove from ``obj`` (in place) every field the kind's schema does not know.
 
     Paths are written as the real server writes them (``spec.containers[0].foo``). The
@@ -66,11 +66,16 @@ def prune(kind_key: str, obj: dict[str, Any], *, wrap: bool = False) -> Pruned:
     ``wrap``: instead of a range error, an out-of-range integer is converted as Go converts
     it (kube-apiserver's strategic merge patches go through such a conversion and store
     2^40 in an int32 field as 0).
+
+    ``patch``: ``obj`` is a strategic merge or JSON merge patch, only looked at (nothing is
+    removed): its directives (``$patch``, ``$setElementOrder/...``) and its nulls (deletions)
+    are not fields. Checking the patch instead of the patched object is enough when the
+    object it applies to holds known fields only, as every stored object does.
     """
     out = Pruned()
     root = _root(kind_key)
     if root is not None:
-        _walk(obj, {"ref": root}, "", root.rsplit(".", 1)[-1], (), out, wrap)
+        _walk(obj, {"ref": root}, "", root.rsplit(".", 1)[-1], (), out, wrap, patch)
     return out
 
 
@@ -86,7 +91,14 @@ def _go_convert(value: int, kind: str) -> int:
 
 
 def _walk(
-    value: Any, spec: Any, path: str, struct: str, fields: tuple[str, ...], out: Pruned, wrap: bool
+    value: Any,
+    spec: Any,
+    path: str,
+    struct: str,
+    fields: tuple[str, ...],
+    out: Pruned,
+    wrap: bool,
+    patch: bool,
 ) -> Any:
     """Walks ``value``; returns the value to keep (only ever different for a wrapped number)."""
     if isinstance(spec, str):
@@ -113,19 +125,29 @@ def _walk(
             sub = f"{path}.{key}" if path else key
             prop = props.get(key)
             if prop is None:
+                if patch:
+                    if not key.startswith("$") and value[key] is not None:
+                        out.unknown.append(sub)
+                    continue
                 out.unknown.append(sub)
                 del value[key]
                 continue
-            value[key] = _walk(value[key], prop, sub, short, (*fields, key), out, wrap)
+            new = _walk(value[key], prop, sub, short, (*fields, key), out, wrap, patch)
+            if not patch:
+                value[key] = new
         return value
     if "array" in spec:
         if isinstance(value, list):
             for i, item in enumerate(value):
-                value[i] = _walk(item, spec["array"], f"{path}[{i}]", struct, fields, out, wrap)
+                new = _walk(item, spec["array"], f"{path}[{i}]", struct, fields, out, wrap, patch)
+                if not patch:
+                    value[i] = new
         return value
     if "map" in spec and isinstance(value, dict):
         for key, item in value.items():
-            value[key] = _walk(item, spec["map"], f"{path}[{key}]", struct, fields, out, wrap)
+            new = _walk(item, spec["map"], f"{path}[{key}]", struct, fields, out, wrap, patch)
+            if not patch:
+                value[key] = new
     return value
 
 

@@ -929,6 +929,12 @@ def decode_patched(
     (quoting the patch for a strategic merge patch, the patched object otherwise). ``wrap``:
     out-of-range integers of a strategic merge patch are converted as the real server does
     (silently, see schema.prune) instead of refused."""
+    if kind != JSON_PATCH and isinstance(patch, dict):
+        # Stored objects hold known fields only: when the patch brings no unknown field and no
+        # out-of-range number, neither does the result (and the whole object need not be walked).
+        probe = schema.prune(_kind_key(info), patch, patch=True)
+        if not probe.unknown and probe.range_error is None:
+            return
     found = schema.prune(_kind_key(info), result, wrap=wrap and kind == STRATEGIC_MERGE_PATCH)
     if not found.range_error and (not found.unknown or options.field_validation != "Strict"):
         if found.unknown and options.field_validation == "Warn":
