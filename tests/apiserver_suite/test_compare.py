@@ -1451,3 +1451,23 @@ def test_describe_pod_shows_its_events(
     assert got[0] == "Events:"
     assert any("BackOff" in line and "Back-off restarting" in line for line in got)
     assert any("(x3 over <age>)" in line for line in got)
+
+
+def test_exact_list(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        ns = unique("exact")
+        ctx.raw.ensure_namespace(ns)
+        path = f"/api/v1/namespaces/{ns}/pods"
+        assert ctx.raw.request("POST", path, _in_namespace(pod_manifest("a", node=None))).code == 201
+        rv = ctx.raw.request("GET", path).body["metadata"]["resourceVersion"]
+        assert ctx.raw.request("POST", path, _in_namespace(pod_manifest("b", node=None))).code == 201
+        assert ctx.raw.request("DELETE", f"{path}/a").code == 200
+        names = {}
+        for query in (f"resourceVersion={rv}&resourceVersionMatch=Exact", f"resourceVersion={rv}&limit=5",
+                      f"resourceVersion={rv}", f"resourceVersion={rv}&resourceVersionMatch=NotOlderThan"):  # fmt: skip
+            body = ctx.raw.request("GET", path, query=query).body
+            names[query.replace(rv, "RV")] = [p["metadata"]["name"] for p in body["items"]]
+        return names
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["resourceVersion=RV&resourceVersionMatch=Exact"] == ["a"]

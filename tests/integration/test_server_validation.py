@@ -493,3 +493,26 @@ def test_namespace_labels_can_be_patched(api: Client) -> None:
     ans = api("PATCH", f"/api/v1/namespaces/{NS}", {"metadata": {"labels": None}}, ctype=MERGE)
     assert ans.body["metadata"]["labels"] == {"kubernetes.io/metadata.name": NS}
     assert api("DELETE", f"/api/v1/namespaces/{NS}").code == 405
+
+
+def test_exact_reads_show_the_past() -> None:
+    store = Store(history_size=8)
+    with EmbeddedApiServer(store=store) as srv:
+        store.ensure_namespace(NS)
+        api = Client(srv.url)
+        assert api("POST", PODS, pod("a")).code == 201
+        rv = api("GET", PODS).body["metadata"]["resourceVersion"]
+        assert api("POST", PODS, pod("b")).code == 201
+        assert api("DELETE", PODS + "/a?gracePeriodSeconds=0").code == 200
+        then = api("GET", PODS + f"?resourceVersion={rv}&resourceVersionMatch=Exact").body
+        assert [p["metadata"]["name"] for p in then["items"]] == ["a"]
+        assert then["metadata"]["resourceVersion"] == rv
+        legacy = api("GET", PODS + f"?resourceVersion={rv}&limit=5").body
+        assert [p["metadata"]["name"] for p in legacy["items"]] == ["a"]
+        now = api("GET", PODS + f"?resourceVersion={rv}").body  # not older than: the current state
+        assert [p["metadata"]["name"] for p in now["items"]] == ["b"]
+        for i in range(10):
+            assert api("POST", PODS, pod(f"q{i}")).code == 201
+        ans = api("GET", PODS + f"?resourceVersion={rv}&resourceVersionMatch=Exact")
+        assert ans.code == 410
+        assert ans.body["message"] == "The resourceVersion for the provided list is too old."

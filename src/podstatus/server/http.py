@@ -314,8 +314,13 @@ class ApiHandler:
         token = q.get("continue") or None
         if token and q.get("resourceVersion") not in (None, "", "0"):
             raise bad_request("specifying resource version is not allowed when using continue")
+        exact: int | None = None
         if not token:
             self._wait_for_resource_version(q.get("resourceVersion"))
+            # An exact read: asked for, or (the legacy form) a limit with a resourceVersion.
+            wanted, match = q.get("resourceVersion"), q.get("resourceVersionMatch")
+            if wanted not in (None, "", "0") and (match == "Exact" or (not match and limit and limit > 0)):
+                exact = int(str(wanted))
         page = self.store.list_page(
             resource,
             namespace,
@@ -323,6 +328,7 @@ class ApiHandler:
             field_selector=q.get("fieldSelector"),
             limit=limit,
             continue_token=token,
+            exact_resource_version=exact,
         )
         items, rv = page.items, page.rv
         if self._wants_table(req, resource):

@@ -1141,11 +1141,14 @@ class Store:
         field_selector: str | FieldSelector | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        exact_resource_version: int | None = None,
     ) -> ListPage:
         """One page of a list, as kube-apiserver pages: at most ``limit`` items (none or <= 0:
         all), and a ``continue`` token when more match. Every page of a list shows the objects
         as they were at the first page's resourceVersion; a token older than the history
-        answers 410 Expired with a token that goes on at the current state instead."""
+        answers 410 Expired with a token that goes on at the current state instead.
+        ``exact_resource_version``: the objects as they were then (``resourceVersionMatch=Exact``,
+        or a limit with a resourceVersion); 410 Expired when older than the history."""
         info = self._info(resource)
         ls, fs = _selectors(info.key, label_selector, field_selector)
         start: tuple[str, str] | None = None
@@ -1153,8 +1156,12 @@ class Store:
         if continue_token:
             start, token_rv = decode_continue(continue_token, info, namespace)
             at = token_rv if token_rv > 0 else None
+        elif exact_resource_version is not None:
+            at = exact_resource_version
         with self._lock:
             self._maybe_reap()
+            if at is not None and start is None and at < max(self._rv - self._size + 1, 1) - 1:
+                raise _list_expired()
             if at is None:
                 items, rv = self._snapshot(info, namespace), self._rv
             else:
@@ -1996,6 +2003,11 @@ _CONTINUE_EXPIRED = (
     "- objects that were created, modified, or deleted between the time the first chunk was returned "
     "and now may show up in the list."
 )
+
+
+def _list_expired() -> GoneError:
+    message = "The resourceVersion for the provided list is too old."
+    return GoneError(message, status=status_body(410, "Expired", message))
 
 
 def _continue_expired(info: ResourceInfo, namespace: str | None, start: tuple[str, str] | None) -> GoneError:
