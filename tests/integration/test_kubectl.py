@@ -168,11 +168,8 @@ def test_namespace_is_created_before_its_pods(server: EmbeddedApiServer, env: di
     manifest = POD_YAML.format(name="ns-pod", node="node-1")
     missing = kubectl(env, "-n", "team", "create", "-f", "-", input=manifest, ok=False)
     assert missing.returncode != 0 and 'namespaces "team" not found' in missing.stderr
-    # (`kubectl create namespace` sends a protobuf body: served once protobuf bodies are read.)
-    assert (
-        "namespace/team created"
-        in kubectl(env, "create", "-f", "-", input=NAMESPACE_YAML.format(name="team")).stdout
-    )
+    # kubectl sends the Namespace as protobuf.
+    assert "namespace/team created" in kubectl(env, "create", "namespace", "team").stdout
     assert "pod/ns-pod created" in kubectl(env, "-n", "team", "create", "-f", "-", input=manifest).stdout
     assert "team" in kubectl(env, "get", "namespaces", "-o", "name").stdout
 
@@ -194,7 +191,7 @@ def test_unknown_fields_and_server_dry_run(server: EmbeddedApiServer, env: dict[
 
 
 def test_listing_in_chunks(server: EmbeddedApiServer, env: dict[str, str]) -> None:
-    kubectl(env, "create", "-f", "-", input=NAMESPACE_YAML.format(name="chunks"))
+    kubectl(env, "create", "-f", "-", input=NAMESPACE_YAML.format(name="chunks"))  # from a manifest too
     for i in range(7):
         kubectl(env, "-n", "chunks", "create", "-f", "-", input=POD_YAML.format(name=f"c{i}", node="node-1"))
     lists = server.counter.get("list")
