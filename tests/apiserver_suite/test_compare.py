@@ -1633,3 +1633,39 @@ def test_protobuf_request_bodies(server: Server, real_server: Server, request: p
 
     got = same_as_real(server, real_server, request, scenario)
     assert got == [201, {"app": "pb"}, 200, 404, 400]
+
+
+def test_duplicate_fields(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name = unique()
+        ctx.secrets[name] = "<name>"
+        text = json.dumps(pod_manifest(name))
+        # The same label twice, and the same container field twice, in raw JSON.
+        raw = text.replace('"metadata": {', '"metadata": {"labels": {"a": "1", "a": "2"}, ', 1).replace(
+            '"image":', '"imagePullPolicy": "Always", "imagePullPolicy": "Never", "image":', 1
+        )
+        strict = ctx.raw.request("POST", PODS_PATH, raw.encode(), query="fieldValidation=Strict")
+        warn = ctx.raw.request("POST", PODS_PATH, raw.encode(), query="fieldValidation=Warn")
+        patch = b'{"metadata": {"labels": {"b": "1"}, "labels": {"c": "2"}}}'
+        smp = ctx.raw.request(
+            "PATCH", ctx.raw.pods_path(name), patch, content_type="application/strategic-merge-patch+json",
+            query="fieldValidation=Strict",
+        )  # fmt: skip
+        return {
+            "strict": ctx.error(strict),
+            "warn": [warn.code, warn.warnings, warn.body["metadata"]["labels"] if warn.code == 201 else None],
+            "smp": ctx.error(smp),
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["strict"]["body"]["message"] == (
+        'Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+        'duplicate field "metadata.labels.a", duplicate field "spec.containers[0].imagePullPolicy"'
+    )
+    assert got["warn"][1] == [
+        '299 - "duplicate field \\"metadata.labels.a\\""',
+        '299 - "duplicate field \\"spec.containers[0].imagePullPolicy\\""',
+    ]
+    assert got["smp"]["code"] == 422 and got["smp"]["body"]["message"].endswith(
+        'strict decoding error: duplicate field "metadata.labels"'
+    )

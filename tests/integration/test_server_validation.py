@@ -516,3 +516,21 @@ def test_exact_reads_show_the_past() -> None:
         ans = api("GET", PODS + f"?resourceVersion={rv}&resourceVersionMatch=Exact")
         assert ans.code == 410
         assert ans.body["message"] == "The resourceVersion for the provided list is too old."
+
+
+def test_duplicate_fields(api: Client) -> None:
+    text = json.dumps(pod("dup")).replace('"name": "dup"', '"name": "dup", "name": "dup"', 1)
+    ans = api("POST", PODS + "?fieldValidation=Strict", text.encode())
+    assert ans.code == 400
+    assert ans.body["message"].endswith('strict decoding error: duplicate field "metadata.name"')
+    ans = api("POST", PODS, text.encode())  # Warn
+    assert ans.code == 201 and ans.warnings == ['299 - "duplicate field \\"metadata.name\\""']
+    patch = b'{"metadata": {"labels": {"a": "1", "a": "2"}}}'
+    ans = api("PATCH", PODS + "/dup?fieldValidation=Strict", patch, ctype=MERGE)
+    assert ans.code == 422 and ans.body["message"].endswith('duplicate field "metadata.labels.a"')
+    ans = api("PATCH", PODS + "/dup?fieldValidation=Ignore", patch, ctype=MERGE)
+    assert ans.code == 200 and ans.warnings == [] and ans.body["metadata"]["labels"] == {"a": "2"}
+    # A string holding `":` is no key: no false alarm.
+    odd = pod("odd")
+    odd["metadata"]["annotations"] = {"x": 'say "a": 1'}
+    assert api("POST", PODS + "?fieldValidation=Strict", odd).code == 201

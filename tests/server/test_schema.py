@@ -96,3 +96,10 @@ def test_a_patch_is_only_looked_at() -> None:
     restart = {"status": {"containerStatuses": [{"restartCount": 2**40}]}}
     assert schema.prune("v1/Pod", restart, patch=True).range_error
     assert restart["status"]["containerStatuses"][0]["restartCount"] == 2**40
+
+
+def test_duplicate_fields_are_found_with_their_paths() -> None:
+    raw = b'{"a": 1, "b": {"c": [{"d": 1, "d": 2}], "e": "x\\": 1"}, "a": 2}'
+    assert schema.duplicate_fields(raw, {"a": 2, "b": {"c": [{"d": 2}], "e": 'x": 1'}}) == ["a", "b.c[0].d"]
+    clean = b'{"a": "\\": \\":", "b": {"c": 1}}'
+    assert schema.duplicate_fields(clean, {"a": '": ":', "b": {"c": 1}}) == []

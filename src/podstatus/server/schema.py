@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-__all__ = ["Pruned", "known_kind", "prune", "schema_data", "swagger_definitions"]
+__all__ = ["Pruned", "duplicate_fields", "known_kind", "prune", "schema_data", "swagger_definitions"]
 
 _INT_RANGES = {
     "int32": (-(2**31), 2**31 - 1),
@@ -168,6 +169,59 @@ def _check_int(
     out.range_error = (
         f"json: cannot unmarshal number {text} into Go struct field {struct}.{where} of type {kind}"
     )
+
+
+# -- duplicate keys -----------------------------------------------------------------------
+
+# A key in JSON text: a closing quote, then a colon. Strings holding `":` make the count too
+# high, never too low, so an equal count proves there are no duplicates.
+_KEY = re.compile(rb'"\s*:')
+
+
+def _count_keys(value: Any) -> int:
+    if isinstance(value, dict):
+        return len(value) + sum(_count_keys(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_count_keys(v) for v in value)
+    return 0
+
+
+class _Pairs(dict[str, Any]):
+    """A decoded JSON object that remembers which of its keys came more than once."""
+
+    __slots__ = ("repeated",)
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__()
+        self.repeated: list[str] = []
+        for key, value in pairs:
+            if key in self and key not in self.repeated:
+                self.repeated.append(key)
+            self[key] = value
+
+
+def duplicate_fields(raw: bytes, decoded: Any) -> list[str]:
+    """Paths of keys that occur twice in one JSON object of ``raw`` (``decoded`` is its decoding,
+    for a quick count first: the slow scan runs only when the text has more keys than it)."""
+    if len(_KEY.findall(raw)) <= _count_keys(decoded):
+        return []
+    try:
+        tree = json.loads(raw, object_pairs_hook=_Pairs)
+    except (ValueError, RecursionError):
+        return []
+    out: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, _Pairs):
+            out.extend(f"{path}.{k}" if path else k for k in value.repeated)
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else key)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{path}[{i}]")
+
+    walk(tree, "")
+    return out
 
 
 # -- OpenAPI v2 ----------------------------------------------------------------------------

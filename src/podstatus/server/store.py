@@ -885,22 +885,39 @@ def _cannot_handle(info: ResourceInfo, why: str) -> BadRequestError:
     return bad_request(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {why}')
 
 
-def _strict_message(unknown: builtins.list[str]) -> str:
-    return "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown)
+def _strict_message(problems: builtins.list[str]) -> str:
+    return "strict decoding error: " + ", ".join(problems)
 
 
-def decode_body(info: ResourceInfo, obj: dict[str, Any], options: WriteOptions) -> None:
+def _strict_problems(raw: Any, unknown: builtins.list[str], options: WriteOptions) -> builtins.list[str]:
+    """The strict decoding errors (keys given twice in the raw JSON first, then unknown fields)."""
+    if options.field_validation == "Ignore":
+        return []
+    problems = []
+    if isinstance(raw, bytes | bytearray | memoryview | str):
+        data = raw.encode() if isinstance(raw, str) else bytes(raw)
+        try:
+            # A fresh decoding: the one the caller holds may have been changed since.
+            decoded = _decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            decoded = None
+        if decoded is not None:
+            problems = [f'duplicate field "{p}"' for p in schema.duplicate_fields(data, decoded)]
+    return problems + [f'unknown field "{p}"' for p in unknown]
+
+
+def decode_body(info: ResourceInfo, obj: dict[str, Any], options: WriteOptions, raw: Any = None) -> None:
     """What the real server's decoder does to a create or update body (in place): a number out
-    of its field's range is a 400; unknown fields are dropped, and refused or warned about as
-    ``options.field_validation`` says."""
+    of its field's range is a 400; unknown fields are dropped and, like keys given twice in the
+    ``raw`` JSON, refused or warned about as ``options.field_validation`` says."""
     found = schema.prune(_kind_key(info), obj)
     if found.range_error:
         raise _cannot_handle(info, found.range_error)
-    if found.unknown:
+    problems = _strict_problems(raw, found.unknown, options)
+    if problems:
         if options.field_validation == "Strict":
-            raise _cannot_handle(info, _strict_message(found.unknown))
-        if options.field_validation == "Warn":
-            options.warnings.extend(f'unknown field "{p}"' for p in found.unknown)
+            raise _cannot_handle(info, _strict_message(problems))
+        options.warnings.extend(problems)
 
 
 def _go_repr(value: Any) -> str:
@@ -925,25 +942,34 @@ def _invalid_patch(detail: str, quoted: str) -> UnprocessableEntityError:
 
 
 def decode_patched(
-    info: ResourceInfo, result: dict[str, Any], patch: Any, kind: str, options: WriteOptions, *, wrap: bool
+    info: ResourceInfo,
+    result: dict[str, Any],
+    patch: Any,
+    kind: str,
+    options: WriteOptions,
+    *,
+    wrap: bool,
+    raw: Any = None,
 ) -> None:
     """As :func:`decode_body`, for the result of a patch: failures are 422s on the field ``patch``
     (quoting the patch for a strategic merge patch, the patched object otherwise). ``wrap``:
     out-of-range integers of a strategic merge patch are converted as the real server does
     (silently, see schema.prune) instead of refused."""
+    # Keys given twice in the patch itself (the real server decodes it strictly first).
+    duplicates = _strict_problems(raw, [], options)
     if kind != JSON_PATCH and isinstance(patch, dict):
         # Stored objects hold known fields only: when the patch brings no unknown field and no
         # out-of-range number, neither does the result (and the whole object need not be walked).
         probe = schema.prune(_kind_key(info), patch, patch=True)
-        if not probe.unknown and probe.range_error is None:
+        if not probe.unknown and probe.range_error is None and not duplicates:
             return
     found = schema.prune(_kind_key(info), result, wrap=wrap and kind == STRATEGIC_MERGE_PATCH)
-    if not found.range_error and (not found.unknown or options.field_validation != "Strict"):
-        if found.unknown and options.field_validation == "Warn":
-            options.warnings.extend(f'unknown field "{p}"' for p in found.unknown)
+    problems = duplicates + _strict_problems(None, found.unknown, options)
+    if not found.range_error and (not problems or options.field_validation != "Strict"):
+        options.warnings.extend(problems)
         return
     quoted = _go_repr(patch) if kind == STRATEGIC_MERGE_PATCH else json.dumps(result, separators=(",", ":"))
-    raise _invalid_patch(found.range_error or _strict_message(found.unknown), quoted)
+    raise _invalid_patch(found.range_error or _strict_message(problems), quoted)
 
 
 # --- the store -----------------------------------------------------------------------
@@ -1236,7 +1262,7 @@ class Store:
         info = self._info(resource)
         opts = options if options is not None else WriteOptions(field_validation="Ignore")
         obj = self._private_copy(body, info)
-        decode_body(info, obj, opts)
+        decode_body(info, obj, opts, raw=body)
         if info.name == "namespaces":
             return self._create_namespace(obj, opts)
         if info.strategy is not None:
@@ -1360,7 +1386,7 @@ class Store:
         self._check_subresource(info, subresource)
         opts = options if options is not None else WriteOptions(field_validation="Ignore")
         obj = self._private_copy(body, info)
-        decode_body(info, obj, opts)
+        decode_body(info, obj, opts, raw=body)
         if info.strategy is not None:
             obj = info.strategy.to_storage(obj)
         meta = obj["metadata"]
@@ -1443,7 +1469,7 @@ class Store:
             result.setdefault("metadata", {})
             opts = options if options is not None else WriteOptions(field_validation="Ignore")
             # podstatus refuses what kube-apiserver would store wrapped (2^40 as 0); kube-like stores it.
-            decode_patched(info, result, data, kind, opts, wrap=not self._strict_status)
+            decode_patched(info, result, data, kind, opts, wrap=not self._strict_status, raw=patch)
             if info.strategy is not None:
                 result = info.strategy.to_storage(result)
             with self._dry(opts):
