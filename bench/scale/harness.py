@@ -725,7 +725,7 @@ def run_once(
             result.note = (
                 (f"{result.note}; " if result.note else "")
                 + ("" if alive() else f"{contender.name} exited with {proc.returncode}; ")
-                + f"not all up within {limit:.0f}s: {result.ready_pods}/{serve_count} Running+Ready, "
+                + f"not all up after {time.monotonic() - t_create:.0f}s: {result.ready_pods}/{serve_count} Running+Ready, "
                 f"{result.batch_succeeded}/{result.batch_expected} Succeeded"
             )
             return result
@@ -748,7 +748,7 @@ def run_once(
             result.gone_pods = len(tracker.gone)
         if not gone:
             result.note = ("" if alive() else f"{contender.name} exited with {proc.returncode}; ") + (
-                f"only {result.gone_pods}/{pods} pods gone within {limit:.0f}s"
+                f"only {result.gone_pods}/{pods} pods gone after {time.monotonic() - t_delete:.0f}s"
             )
             return result
         result.gone_s = time.monotonic() - t_delete
