@@ -79,6 +79,13 @@ def test_crud_codes(api: ApiHandler) -> None:
     code, body, _ = call(
         api, "PATCH", "/api/v1/namespaces/default/pods/p", {}, content_type="application/apply-patch+yaml"
     )
+    # Server-side apply needs a field manager (the real server's PatchOptions validation).
+    assert (code, body["reason"], body["message"]) == (
+        422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+    )  # fmt: skip
+    code, body, _ = call(
+        api, "PATCH", "/api/v1/namespaces/default/pods/p", {}, content_type="application/cbor-seq"
+    )
     assert code == 415 and body["reason"] == "UnsupportedMediaType"
     code, body, _ = call(
         api,

@@ -27,6 +27,7 @@ import msgspec
 
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
+from . import apply as _apply
 from . import discovery
 from .store import RESOURCES, Event, Store, Stored, Watch, bad_request
 
@@ -99,6 +100,10 @@ def _flag(value: str | None) -> bool | None:
     if value is None:
         return None
     return value.lower() in ("1", "true", "yes")
+
+
+def _is_apply(req: Request) -> bool:
+    return req.header("content-type").split(";")[0].strip().lower() == "application/apply-patch+yaml"
 
 
 def _int_param(query: Mapping[str, str], name: str) -> int | None:
@@ -199,9 +204,15 @@ class ApiHandler:
         name = parts[1] if len(parts) > 1 else None
         sub = parts[2] if len(parts) > 2 else None
         method = req.method
-        if req.query.get("dryRun") and method != "GET":
+        applying = method == "PATCH" and _is_apply(req)
+        if req.query.get("dryRun") and method != "GET" and not applying:
             # Refuse rather than write for real what the client meant as a rehearsal.
             raise bad_request("dryRun is not supported by this server")
+        manager: str | None = None
+        if method in ("POST", "PUT", "PATCH"):
+            given = req.query.get("fieldManager")
+            _apply.validate_field_manager(method, given, apply=applying, force=req.query.get("force"))
+            manager = _apply.manager_or_user_agent(given, req.header("user-agent"))
         if watch_path or (name is None and method == "GET" and _flag(req.query.get("watch"))):
             if method != "GET":
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
@@ -216,7 +227,7 @@ class ApiHandler:
                 return self._list(req, resource, namespace)
             if method == "POST" and info.namespaced == (namespace is not None) and resource != "namespaces":
                 self.counter.inc("create")
-                stored = self.store.create(resource, namespace, self._json_body(req))
+                stored = self.store.create(resource, namespace, self._json_body(req), field_manager=manager)
                 return Response(201, stored.raw)
             if method == "DELETE" and resource != "namespaces":
                 return self._delete_collection(req, resource, namespace)
@@ -234,12 +245,22 @@ class ApiHandler:
             return self._object(req, resource, stored)
         if method == "PUT":
             self.counter.inc("update")
-            stored = self.store.update(resource, namespace, name, self._json_body(req), subresource=sub)
+            stored = self.store.update(
+                resource, namespace, name, self._json_body(req), subresource=sub, field_manager=manager
+            )
             return Response(200, stored.raw)
         if method == "PATCH":
             self.counter.inc("patch")
+            if applying:
+                stored, created = self.store.apply(
+                    resource, namespace, name, req.body, field_manager=manager, subresource=sub,
+                    force=bool(_flag(req.query.get("force"))), dry_run=bool(req.query.get("dryRun")),
+                )  # fmt: skip
+                return Response(201 if created else 200, stored.raw)
             ctype = req.header("content-type") or "application/strategic-merge-patch+json"
-            stored = self.store.patch(resource, namespace, name, req.body, ctype, subresource=sub)
+            stored = self.store.patch(
+                resource, namespace, name, req.body, ctype, subresource=sub, field_manager=manager
+            )
             return Response(200, stored.raw)
         if method == "DELETE":
             self.counter.inc("delete")

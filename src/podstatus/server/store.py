@@ -53,6 +53,7 @@ from ..patch import (
 )
 from ..qos import compute_pod_qos
 from ..types import InvalidObjectError, Pod
+from . import apply as _apply
 from .selectors import FieldSelector, LabelSelector, SelectorError
 
 __all__ = [
@@ -669,6 +670,20 @@ def _decode_error(err: Exception) -> str:
     return "exceeded max depth" if isinstance(err, RecursionError) else str(err)
 
 
+# Set by admission plugins (DefaultTolerationSeconds, Priority), after the field manager ran.
+_ADMITTED_SPEC = ("tolerations", "priority", "preemptionPolicy")
+
+
+def _dry_run_result(stored: Stored) -> Stored:
+    """What a dry-run create answers: the object as it would be stored, without a resourceVersion."""
+    obj = dict(stored.obj)
+    obj["metadata"] = {k: v for k, v in stored.metadata.items() if k != "resourceVersion"}
+    pod = stored.pod
+    if pod is not None:
+        pod = pod.replace(metadata=pod.metadata.replace(resource_version=None))
+    return Stored(obj, _encode(obj), pod, 0)
+
+
 def _with_rv(pod: Pod, rv: int) -> Pod:
     return pod.replace(metadata=pod.metadata.replace(resource_version=str(rv)))
 
@@ -884,8 +899,21 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------
 
-    def create(self, resource: str, namespace: str | None, body: Any) -> Stored:
-        """Create an object (``generateName`` honoured); returns what was stored."""
+    def create(
+        self,
+        resource: str,
+        namespace: str | None,
+        body: Any,
+        *,
+        field_manager: str | None = None,
+        tracker: _apply.Tracker | None = None,
+        dry_run: bool = False,
+    ) -> Stored:
+        """Create an object (``generateName`` honoured); returns what was stored.
+
+        With ``field_manager`` the object gets its ``managedFields`` entry, as over HTTP
+        (``tracker`` is how an apply creates). ``dry_run`` checks and answers without storing.
+        """
         info = self._info(resource)
         if info.name == "namespaces":
             raise MethodNotAllowedError(
@@ -909,9 +937,15 @@ class Store:
         _check_labels(meta, errors)
         for key in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(key, None)
-        meta.pop("managedFields", None)
+        requested = meta.pop("managedFields", None)
+        if tracker is None and field_manager is not None:
+            tracker = _apply.UpdateTracker(field_manager, now=self._clock(), create=True)
+        # Admission plugins (not defaulting) set these: they are nobody's fields.
+        admitted: tuple[str, ...] = ()
         if info.name == "pods":
             spec = obj.setdefault("spec", {})
+            if isinstance(spec, dict):
+                admitted = tuple(k for k in _ADMITTED_SPEC if k not in spec)
             if isinstance(spec, dict):
                 _default_pod_spec(spec)
                 _default_tolerations(spec)
@@ -942,7 +976,11 @@ class Store:
             meta["uid"] = str(uuid.uuid4())
             meta["resourceVersion"] = str(rv)
             meta["creationTimestamp"] = _rfc3339(self._clock())
-            stored = self._stored(info, obj, self._typecheck(info, obj, 400), rv)
+            pod = self._typecheck(info, obj, 400)
+            obj, pod = self._track(info, None, obj, pod, tracker, requested, admitted)
+            if dry_run:
+                return _dry_run_result(self._stored(info, obj, pod, rv))
+            stored = self._stored(info, obj, pod, rv)
             bucket[name] = stored
             if info.namespaced:
                 self._ensure_namespace(namespace or "")
@@ -950,9 +988,17 @@ class Store:
             return stored
 
     def update(
-        self, resource: str, namespace: str | None, name: str, body: Any, *, subresource: str | None = None
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
+        field_manager: str | None = None,
     ) -> Stored:
-        """Replace an object (PUT); with ``subresource="status"`` only its status changes."""
+        """Replace an object (PUT); with ``subresource="status"`` only its status changes.
+        ``field_manager`` tracks the write in ``managedFields``."""
         info = self._info(resource)
         self._check_subresource(info, subresource)
         obj = self._private_copy(body, info)
@@ -965,7 +1011,10 @@ class Store:
         with self._lock:
             self._maybe_reap()
             current = self._current(info, namespace, name)
-            return self._write(info, namespace or "", current, obj, subresource, bad=400)
+            return self._write(
+                info, namespace or "", current, obj, subresource, bad=400,
+                tracker=self._update_tracker(field_manager, subresource),
+            )  # fmt: skip
 
     def patch(
         self,
@@ -976,15 +1025,30 @@ class Store:
         patch_type: str = STRATEGIC_MERGE_PATCH,
         *,
         subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
     ) -> Stored:
-        """Patch an object (``patch_type``: a patch content type, or strategic/merge/json).
+        """Patch an object (``patch_type``: a patch content type, or strategic/merge/json/apply).
 
         ``metadata.uid`` and ``metadata.resourceVersion`` in the patch act as
-        preconditions, as on the real server.
+        preconditions, as on the real server. ``field_manager`` tracks the write in
+        ``managedFields``; an apply patch needs it (see :meth:`apply`).
         """
         info = self._info(resource)
         self._check_subresource(info, subresource)
         kind = _PATCH_TYPES.get(patch_type.split(";")[0].strip().lower())
+        if kind is None and patch_type.split(";")[0].strip().lower() in (APPLY_PATCH, "apply"):
+            if isinstance(patch, list):
+                raise bad_request("an apply patch must be an object")
+            return self.apply(
+                resource,
+                namespace,
+                name,
+                patch,
+                field_manager=field_manager,
+                force=force,
+                subresource=subresource,
+            )[0]
         if kind is None:
             if patch_type.startswith(APPLY_PATCH):
                 message = "server-side apply (application/apply-patch+yaml) is not supported by this server"
@@ -1028,7 +1092,60 @@ class Store:
                 message = "the patched object is not a JSON object with metadata"
                 raise UnprocessableEntityError(message, status=status_body(422, "Invalid", message))
             result.setdefault("metadata", {})
-            return self._write(info, namespace or "", current, result, subresource, bad=422, patch=True)
+            return self._write(
+                info, namespace or "", current, result, subresource, bad=422, patch=True,
+                tracker=self._update_tracker(field_manager, subresource),
+            )  # fmt: skip
+
+    def apply(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        body: bytes | str | Mapping[str, Any],
+        *,
+        field_manager: str | None,
+        force: bool = False,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> tuple[Stored, bool]:
+        """Server-side apply of a YAML or JSON configuration; returns (the result, whether it was created).
+
+        The configuration is merged into the object (created when absent, in an existing
+        namespace), ``field_manager`` owns its fields from then on, and a field another
+        manager owns with another value is a 409 Conflict unless ``force``. See
+        :mod:`podstatus.server.apply`.
+        """
+        info = self._info(resource)
+        self._check_subresource(info, subresource)
+        _apply.validate_field_manager("PATCH", field_manager, apply=True, force=None)
+        manager = field_manager or ""
+        config = _apply.parse_apply_body(body)
+        with self._lock:
+            self._maybe_reap()
+            current = self._bucket(info, namespace).get(name) if info.name != "namespaces" else None
+            if current is None:
+                if info.name == "namespaces" or subresource:
+                    self._current(info, namespace, name)  # 404 (or 405 for namespaces)
+                if info.namespaced and (namespace or "") not in self._namespaces:
+                    raise not_found("namespaces", namespace or "")
+            merged, tracker = _apply.prepare_apply(
+                kind=info.kind, api_version="v1", schema=self._schema(info),
+                live=current.obj if current is not None else None, config=config, manager=manager,
+                subresource=subresource or "", force=force, now=self._clock(),
+            )  # fmt: skip
+            meta = merged.setdefault("metadata", {})
+            if meta.get("name") and meta["name"] != name:
+                raise bad_request(
+                    f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+                )
+            if current is None:
+                meta["name"] = name
+                return self.create(resource, namespace, merged, tracker=tracker, dry_run=dry_run), True
+            return self._write(
+                info, namespace or "", current, merged, subresource, bad=422, patch=True, tracker=tracker,
+                dry_run=dry_run,
+            ), False  # fmt: skip
 
     def bind(self, namespace: str, name: str, node_name: str) -> Stored:
         """Set ``spec.nodeName`` of an unbound pod (the ``pods/binding`` subresource)."""
@@ -1261,12 +1378,15 @@ class Store:
         *,
         bad: int,
         patch: bool = False,
+        tracker: _apply.Tracker | None = None,
+        dry_run: bool = False,
     ) -> Stored:
         """Shared by update and patch: preconditions, strategy, validation, commit (lock held)."""
         name = current.name
         cur_meta = current.metadata
         given_meta = new.get("metadata")
         meta = dict(given_meta) if isinstance(given_meta, dict) else {}
+        requested = meta.get("managedFields")
         uid = meta.get("uid")
         other_uid = bool(uid) and uid != cur_meta.get("uid")
         if other_uid and not patch:
@@ -1370,8 +1490,11 @@ class Store:
             _validate_pod_status(current.obj, obj, errors, strict=self._strict_status)
         if errors:
             raise invalid(info.kind, name, errors)
+        obj, pod = self._track(info, current.obj, obj, pod, tracker, requested)
         if (pod == current.pod) if is_pod else (obj == current.obj):
             return current  # nothing changed: no new resourceVersion, no event (as the real server)
+        if dry_run:
+            return self._stored(info, obj, pod, current.rv)
         if (
             meta.get("deletionTimestamp")
             and not meta.get("finalizers")
@@ -1380,6 +1503,49 @@ class Store:
             # The last finalizer of an object deleted with grace 0 is gone: it goes now.
             return self._remove(info, ns, current)
         return self._commit(info, ns, current, obj, pod)
+
+    def _update_tracker(self, field_manager: str | None, subresource: str | None) -> _apply.Tracker | None:
+        if field_manager is None:
+            return None  # an untracked write keeps the managed fields as they are
+        return _apply.UpdateTracker(field_manager, subresource=subresource or "", now=self._clock())
+
+    @staticmethod
+    def _schema(info: ResourceInfo) -> _apply.Schema:
+        return _apply.schema_for(info.kind, "v1", info.merge_keys)
+
+    def _track(
+        self,
+        info: ResourceInfo,
+        live: dict[str, Any] | None,
+        obj: dict[str, Any],
+        pod: Pod | None,
+        tracker: _apply.Tracker | None,
+        requested: Any,
+        hidden: tuple[str, ...] = (),
+    ) -> tuple[dict[str, Any], Pod | None]:
+        """Set the ``managedFields`` of a write (the field manager's hook; lock held).
+
+        The tracker compares the objects in their stored wire form (a pod printed as the
+        real server prints it), as the real field manager compares typed objects. ``hidden``
+        spec fields (set by admission, not by the writer) are nobody's.
+        """
+        if tracker is None:
+            return obj, pod
+        new = _decode(pod.to_json()) if pod is not None else obj
+        if hidden and isinstance(new.get("spec"), dict):
+            new = dict(new, spec={k: v for k, v in new["spec"].items() if k not in hidden})
+        entries = tracker.managed_fields(
+            info.kind, str(obj.get("apiVersion") or "v1"), self._schema(info), live, new, requested
+        )
+        if entries == (obj["metadata"].get("managedFields") or []):
+            return obj, pod
+        if entries:
+            obj["metadata"]["managedFields"] = entries
+        else:
+            obj["metadata"].pop("managedFields", None)
+        if pod is not None:
+            pod = pod.replace(metadata=pod.metadata.replace(managed_fields=entries or None))
+        return obj, pod
 
     def _commit(
         self, info: ResourceInfo, ns: str, current: Stored, obj: dict[str, Any], pod: Pod | None = None
