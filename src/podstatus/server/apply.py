@@ -28,6 +28,7 @@ The store calls in through two small hooks: a *tracker* (:class:`UpdateTracker`,
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import unicodedata
@@ -70,10 +71,10 @@ FIELD_MANAGER_MAX_LENGTH = 128
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 # Metadata only the server sets: never anyone's (the field manager's stripMeta).
-_STRIPPED_META = (
+_STRIPPED_META = frozenset((
     "name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName", "generation",
     "managedFields", "resourceVersion",
-)  # fmt: skip
+))  # fmt: skip
 
 # What each strategy resets, by (kind, subresource): never owned by a writer of that endpoint.
 _RESET: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
@@ -99,13 +100,18 @@ _EMPTY: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
+_RESET_NODES: dict[tuple[str, str], Node] = {}
+
+
 def _reset_node(kind: str, subresource: str) -> Node:
-    node: Node = {}
-    paths = _RESET.get((kind, subresource))
-    if paths is None:
-        paths = (("status",),) if not subresource else (("spec",),)
-    for path in paths:
-        fs.insert(node, tuple("f:" + p for p in path))
+    node = _RESET_NODES.get((kind, subresource))
+    if node is None:
+        paths = _RESET.get((kind, subresource))
+        if paths is None:
+            paths = (("status",),) if not subresource else (("spec",),)
+        node = _RESET_NODES[(kind, subresource)] = fs.from_paths(
+            *(tuple("f:" + p for p in path) for path in paths)
+        )
     return node
 
 
@@ -143,6 +149,7 @@ class ManagerEntry:
     fields: Node
     time: str | None = None
     subresource: str = ""
+    wire: dict[str, Any] | None = None  # the entry as read, reused while nothing in it changes
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -160,6 +167,8 @@ class ManagerEntry:
         return text
 
     def to_wire(self) -> dict[str, Any]:
+        if self.wire is not None:
+            return self.wire
         out: dict[str, Any] = {
             "manager": self.manager,
             "operation": self.operation,
@@ -177,8 +186,9 @@ class ManagerEntry:
 Managers = dict[tuple[str, str, str, str], ManagerEntry]
 
 
-def decode_managed_fields(entries: Any) -> Managers:
-    """The entries of ``metadata.managedFields``; raises ValueError when they are malformed."""
+def decode_managed_fields(entries: Any, *, check: bool = True) -> Managers:
+    """The entries of ``metadata.managedFields``; raises ValueError when they are malformed.
+    ``check=False`` trusts the field sets (entries this server stored itself)."""
     out: Managers = {}
     if entries is None:
         return out
@@ -192,10 +202,12 @@ def decode_managed_fields(entries: Any) -> Managers:
         operation = raw.get("operation")
         if operation not in ("Apply", "Update"):
             raise ValueError(f"invalid operation {operation!r}")
-        try:
-            fields = fs.decode(raw.get("fieldsV1") or {})
-        except FieldSetError as err:
-            raise ValueError(str(err)) from None
+        fields = raw.get("fieldsV1") or {}
+        if check:
+            try:
+                fs.decode(fields)
+            except FieldSetError as err:
+                raise ValueError(str(err)) from None
         entry = ManagerEntry(
             manager=str(raw.get("manager") or ""),
             operation=operation,
@@ -203,6 +215,7 @@ def decode_managed_fields(entries: Any) -> Managers:
             fields=fields,
             time=raw.get("time") if isinstance(raw.get("time"), str) else None,
             subresource=str(raw.get("subresource") or ""),
+            wire=raw if not check else None,
         )
         if entry.key in out:
             raise ValueError(f"duplicate managedFields entry for {entry.manager!r}")
@@ -210,6 +223,7 @@ def decode_managed_fields(entries: Any) -> Managers:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def _seconds(stamp: str | None) -> int:
     if not stamp:
         return 0
@@ -320,7 +334,9 @@ def _update(
         if force or not clash:
             owned = fs.subtract(owned, clash) if clash else owned
             owned = fs.subtract(owned, comparison.removed) if comparison.removed else owned
-        if owned:
+        if owned is entry.fields:
+            out[key] = entry
+        elif owned:
             out[key] = ManagerEntry(entry.manager, entry.operation, entry.api_version, owned, entry.time,
                                     entry.subresource)  # fmt: skip
     return out, comparison, conflicts
@@ -385,7 +401,7 @@ class UpdateTracker:
                 except ValueError:
                     pass
         try:
-            managers = decode_managed_fields(base)
+            managers = decode_managed_fields(base, check=base is requested)
         except ValueError:
             log.debug("ignoring malformed managedFields of %s", kind)
             managers = {}
@@ -414,6 +430,9 @@ class ApplyTracker:
     last_applied: str | None = None  # the new last-applied annotation, for kubectl
     allowed_conflicts: Node | None = None
     previous_time: str | None = None
+    # kubectl's last-applied annotation is rewritten after the merge (as the real server's
+    # lastAppliedUpdater does): the comparison sees the live value, so nobody gains or loses it.
+    live_last_applied: str | None = None
 
     def managed_fields(
         self, kind: str, api_version: str, schema: Schema, live: Mapping[str, Any] | None, new: Mapping[str, Any],
@@ -422,6 +441,8 @@ class ApplyTracker:
         key = (self.manager, "Apply", self.subresource, "")
         start = live if live is not None else _EMPTY.get(kind, {"metadata": {"creationTimestamp": None}})
         reset = _reset_node(kind, self.subresource)
+        if self.live_last_applied is not None:
+            new = _with_annotation(new, LAST_APPLIED, self.live_last_applied)
         managers, _, conflicts = _update(self.managers, start, new, schema, reset, key, force=self.force)
         if conflicts and not self.force:
             if self.allowed_conflicts is not None and all(
@@ -444,6 +465,12 @@ class ApplyTracker:
 
 
 Tracker = UpdateTracker | ApplyTracker
+
+
+def _with_annotation(obj: Mapping[str, Any], name: str, value: str) -> dict[str, Any]:
+    meta = dict(obj.get("metadata") or {})
+    meta["annotations"] = dict(meta.get("annotations") or {}, **{name: value})
+    return dict(obj, metadata=meta)
 
 
 def _conflict_error(managers: Managers, conflicts: Mapping[tuple[str, str, str, str], Node]) -> ConflictError:
@@ -537,7 +564,9 @@ def prepare_apply(
         raise _bad_request("metadata.managedFields must be nil")
     key = (manager, "Apply", subresource, "")
     try:
-        managers = decode_managed_fields(((live or {}).get("metadata") or {}).get("managedFields"))
+        managers = decode_managed_fields(
+            ((live or {}).get("metadata") or {}).get("managedFields"), check=False
+        )
     except ValueError:
         managers = {}
     reset = _reset_node(kind, subresource)
@@ -597,6 +626,7 @@ def _kubectl_last_applied(
             tracker.allowed_conflicts = allowed
     except (ValueError, FieldSetError):
         pass
+    tracker.live_last_applied = text
     copy = json.loads(json.dumps(config))
     cmeta = copy.get("metadata") if isinstance(copy.get("metadata"), dict) else None
     if cmeta is not None and isinstance(cmeta.get("annotations"), dict):

@@ -30,6 +30,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 __all__ = [
     "Comparison",
     "FieldSetError",
@@ -110,7 +112,7 @@ class Schema:
 
 def _json(value: Any) -> str:
     # Go's encoding: no spaces; non-ASCII kept as is.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return msgspec.json.encode(value).decode()
 
 
 def item_element(item: Any, lt: ListType, spath: SPath) -> str:
@@ -140,38 +142,53 @@ def _dotted(spath: SPath) -> str:
 
 
 # --- sets as tries -----------------------------------------------------------------------
+#
+# A set is its ``fieldsV1`` value itself: a child node ``{}`` is a member without children,
+# a child node with ``"."`` a member with children, any other child node only leads to
+# members. (The root is never a member: ``{}`` there is the empty set.) Results are built
+# in the real server's order (``"."`` first, then the elements sorted) and share unchanged
+# subtrees with their inputs, so sets must never be changed once built. Walks that build a
+# set mark members on a scratch trie (``{".": {}}`` for every member) and finish it once.
+
+
+def _is_member(node: Node) -> bool:
+    return not node or _MEMBER in node
+
+
+def _make(member: bool, children: dict[str, Node]) -> Node | None:
+    if not children:
+        return {} if member else None
+    out: Node = {_MEMBER: {}} if member else {}
+    for key in sorted(children, key=_element_order):
+        out[key] = children[key]
+    return out
+
+
+def _root(children: dict[str, Node]) -> Node:
+    return _make(False, children) or {}
 
 
 def decode(fields_v1: Any) -> Node:
-    """The trie of a ``fieldsV1`` value (raises FieldSetError when it is not one)."""
+    """Check a ``fieldsV1`` value (raises FieldSetError when it is not one) and return it as a set."""
     if not isinstance(fields_v1, dict):
         raise FieldSetError("fieldsV1 must be an object")
-    out: Node = {}
     for key, child in fields_v1.items():
         if key == _MEMBER:
-            out[_MEMBER] = {}
+            if child != {}:
+                raise FieldSetError('"." must map to an empty object')
             continue
         if not isinstance(key, str) or key[:2] not in ("f:", "k:", "v:", "i:"):
             raise FieldSetError(f"unknown path element {key!r}")
-        node = decode(child)
-        if not node:
-            node[_MEMBER] = {}
-        out[key] = node
-    return out
+        decode(child)
+    return fields_v1
 
 
 def encode(node: Node) -> dict[str, Any]:
-    """The ``fieldsV1`` value of a trie: ``.`` first, then the elements in structured-merge-diff's order."""
-    out: dict[str, Any] = {}
-    if _MEMBER in node and len(node) > 1:
-        out[_MEMBER] = {}
-    for key in sorted((k for k in node if k != _MEMBER), key=_element_order):
-        child = node[key]
-        out[key] = {} if (len(child) == 1 and _MEMBER in child) else encode(child)
-    return out
+    """The ``fieldsV1`` value of a set (sets are kept in that form)."""
+    return node
 
 
-_KIND_RANK = {"f": 0, "v": 2, "i": 3, "k": 1}
+_KIND_RANK = {"f": 0, "k": 1, "v": 2, "i": 3}
 
 
 def _element_order(element: str) -> tuple[int, str]:
@@ -183,85 +200,151 @@ def is_empty(node: Node) -> bool:
     return not node
 
 
-def insert(node: Node, path: tuple[str, ...]) -> None:
+def insert(scratch: Node, path: tuple[str, ...]) -> None:
+    """Mark ``path`` a member of a scratch trie (finish it with :func:`finish`)."""
+    node = scratch
     for element in path:
-        node = node.setdefault(element, {})
+        child = node.get(element)
+        if child is None:
+            child = node[element] = {}
+        node = child
     node[_MEMBER] = {}
 
 
+def finish(scratch: Node) -> Node:
+    """The set a scratch trie marks."""
+    return _root({k: _finish(v) for k, v in scratch.items() if k != _MEMBER})
+
+
+def _finish(node: Node) -> Node:
+    children = {k: _finish(v) for k, v in node.items() if k != _MEMBER}
+    made = _make(_MEMBER in node, children)
+    return made if made is not None else {}
+
+
+def from_paths(*paths: tuple[str, ...]) -> Node:
+    scratch: Node = {}
+    for path in paths:
+        insert(scratch, path)
+    return finish(scratch)
+
+
 def union(a: Node, b: Node) -> Node:
+    if not b or a is b:
+        return a
     if not a:
-        return _copy(b)
-    if not b:
-        return _copy(a)
-    out: Node = {}
-    for key in a.keys() | b.keys():
+        return b
+    return _root(_union_children(a, b))
+
+
+def _union_children(a: Node, b: Node) -> dict[str, Node]:
+    children = {k: v for k, v in a.items() if k != _MEMBER}
+    for key, child in b.items():
         if key == _MEMBER:
-            out[_MEMBER] = {}
-        elif key in a and key in b:
-            out[key] = union(a[key], b[key])
-        else:
-            out[key] = _copy(a[key] if key in a else b[key])
-    return out
+            continue
+        mine = children.get(key)
+        children[key] = child if mine is None else _union(mine, child)
+    return children
 
 
-def _copy(node: Node) -> Node:
-    return {k: (_copy(v) if k != _MEMBER else {}) for k, v in node.items()}
+def _union(a: Node, b: Node) -> Node:
+    if a is b or a == b:
+        return a
+    made = _make(_is_member(a) or _is_member(b), _union_children(a, b))
+    return made if made is not None else {}
 
 
 def subtract(a: Node, b: Node) -> Node:
-    """Members of ``a`` that are not members of ``b`` (the nodes kept only where they lead to one)."""
-    if not b:
-        return _copy(a)
-    out: Node = {}
+    """Members of ``a`` that are not members of ``b``."""
+    if not a or not b:
+        return a
+    children = _subtract_children(a, b)
+    return _root(children) if children is not None else a
+
+
+def _subtract_children(a: Node, b: Node) -> dict[str, Node] | None:
+    """The children of a - b, or None when nothing of ``a`` is taken away."""
+    children: dict[str, Node] = {}
+    changed = False
     for key, child in a.items():
         if key == _MEMBER:
-            if _MEMBER not in b:
-                out[_MEMBER] = {}
             continue
         other = b.get(key)
-        rest = _copy(child) if other is None else subtract(child, other)
-        if rest:
-            out[key] = rest
-    return out
+        if other is None:
+            children[key] = child
+            continue
+        rest = _subtract(child, other)
+        if rest is not child:
+            changed = True
+        if rest is not None:
+            children[key] = rest
+    return children if changed else None
+
+
+def _subtract(a: Node, b: Node) -> Node | None:
+    member = _is_member(a) and not _is_member(b)
+    children = _subtract_children(a, b)
+    if children is None:
+        if member == _is_member(a):
+            return a
+        children = {k: v for k, v in a.items() if k != _MEMBER}
+    return _make(member, children)
 
 
 def intersection(a: Node, b: Node) -> Node:
-    out: Node = {}
+    if not a or not b:
+        return {}
+    return _root(_intersect_children(a, b))
+
+
+def _intersect_children(a: Node, b: Node) -> dict[str, Node]:
+    children: dict[str, Node] = {}
     small, big = (a, b) if len(a) <= len(b) else (b, a)
     for key, child in small.items():
-        if key not in big:
-            continue
         if key == _MEMBER:
-            out[_MEMBER] = {}
             continue
-        both = intersection(child, big[key])
-        if both:
-            out[key] = both
-    return out
+        other = big.get(key)
+        if other is None:
+            continue
+        both = _make(_is_member(child) and _is_member(other), _intersect_children(child, other))
+        if both is not None:
+            children[key] = both
+    return children
 
 
 def exclude(node: Node, prefixes: Node) -> Node:
     """``node`` without everything at or below the members of ``prefixes`` (a reset-fields filter)."""
-    if not prefixes:
+    if not node or not prefixes:
         return node
-    out: Node = {}
+    children = _exclude_children(node, prefixes)
+    return _root(children) if children is not None else node
+
+
+def _exclude_children(node: Node, prefixes: Node) -> dict[str, Node] | None:
+    children: dict[str, Node] = {}
+    changed = False
     for key, child in node.items():
+        if key == _MEMBER:
+            continue
         pre = prefixes.get(key)
         if pre is None:
-            out[key] = child
-        elif _MEMBER in pre:
+            children[key] = child
             continue
-        else:
-            rest = exclude(child, pre)
-            if rest:
-                out[key] = rest
-    return out
+        changed = True
+        if _is_member(pre):
+            continue
+        rest = _exclude_children(child, pre)
+        made = _make(
+            _is_member(child), rest if rest is not None else {k: v for k, v in child.items() if k != _MEMBER}
+        )
+        if made is not None:
+            children[key] = made
+    return children if changed else None
 
 
 def paths(node: Node, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
     """The members, as element tuples, in the set's order."""
-    if _MEMBER in node and prefix:
+    if prefix and _is_member(node):
         yield prefix
     for key in sorted((k for k in node if k != _MEMBER), key=_element_order):
         yield from paths(node[key], (*prefix, key))
@@ -289,9 +372,9 @@ def render_path(path: tuple[str, ...]) -> str:
 
 def to_field_set(obj: Mapping[str, Any], schema: Schema) -> Node:
     """The fields an applied configuration sets (structured-merge-diff's ToFieldSet)."""
-    out: Node = {}
-    _set_of_map(obj, (), schema, out)
-    return out
+    scratch: Node = {}
+    _set_of_map(obj, (), schema, scratch)
+    return finish(scratch)
 
 
 def _set_of_map(value: Mapping[str, Any], spath: SPath, schema: Schema, node: Node) -> None:
@@ -354,7 +437,7 @@ def compare(lhs: Mapping[str, Any], rhs: Mapping[str, Any], schema: Schema) -> C
     """
     out = Comparison()
     _compare_maps(lhs, rhs, (), (), schema, out)
-    return out
+    return Comparison(finish(out.added), finish(out.modified), finish(out.removed))
 
 
 def _mark(node: Node, path: tuple[str, ...]) -> None:
@@ -598,7 +681,7 @@ def _prune_list(
             continue
         owned_child = owned.get(element)
         if owned_child is None:
-            if _MEMBER in child:
+            if _is_member(child):
                 continue  # the item itself was set and nobody owns anything in it
             out.append(item)
             continue
