@@ -1523,9 +1523,10 @@ class Store:
         pod = self._typecheck(info, obj, bad)
         if is_pod and subresource == "status":
             _validate_pod_status(current.obj, obj, errors, strict=self._strict_status)
+        # Managed fields before validation: an apply's conflicts come first, as on the real server.
+        obj, pod = self._track(info, current.obj, obj, pod, tracker, requested)
         if errors:
             raise invalid(info.kind, name, errors)
-        obj, pod = self._track(info, current.obj, obj, pod, tracker, requested)
         if (pod == current.pod) if is_pod else (obj == current.obj):
             return current  # nothing changed: no new resourceVersion, no event (as the real server)
         if dry_run:
