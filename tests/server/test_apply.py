@@ -306,7 +306,7 @@ def test_apply_requests_are_checked(store: Store) -> None:
     )
     with pytest.raises(BadRequestError, match=r"invalid object type: /v1, Kind=Node"):
         store.apply("pods", "default", "p", "apiVersion: v1\nkind: Node\n", field_manager="x")
-    with pytest.raises(BadRequestError, match="metadata.managedFields must be nil"):
+    with pytest.raises(BadRequestError, match=r"metadata\.managedFields must be nil"):
         store.apply("pods", "default", "p", CONFIG.replace("metadata:", "metadata:\n  managedFields: []"),
                     field_manager="x")  # fmt: skip
     with pytest.raises(
