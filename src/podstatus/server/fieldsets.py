@@ -159,6 +159,9 @@ def _make(member: bool, children: dict[str, Node]) -> Node | None:
     if not children:
         return {} if member else None
     out: Node = {_MEMBER: {}} if member else {}
+    if len(children) == 1:
+        out.update(children)
+        return out
     for key in sorted(children, key=_element_order):
         out[key] = children[key]
     return out
