@@ -1353,3 +1353,45 @@ def test_managed_fields_reset_then_first_apply(
 
     got = same_as_real(server, real_server, request, scenario)
     assert got[0] == [] and got[1] == [] and "before-first-apply" in got[2]["message"]
+
+
+def test_managed_fields_of_lease_apply_event_create_and_node_status(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """A node agent's other writes: its Lease by apply, an Event by create, the Node's status by patch."""
+
+    def scenario(ctx: Ctx) -> Any:
+        lease = unique("lease")
+        ctx.secrets[lease] = "<lease>"
+        config = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                  "metadata": {"name": lease, "namespace": "kube-node-lease"},
+                  "spec": {"holderIdentity": lease, "leaseDurationSeconds": 40}}  # fmt: skip
+        applied = ctx.raw.request("PATCH", f"{LEASES_PATH}/{lease}", json.dumps(config).encode(),
+                                  content_type=APPLY, query="fieldManager=kubelet")  # fmt: skip
+        event = unique("ev")
+        ctx.secrets[event] = "<event>"
+        created = ctx.raw.request("POST", f"/api/v1/namespaces/{NS}/events", {
+            "metadata": {"name": event}, "involvedObject": {"kind": "Pod", "name": "x", "namespace": NS},
+            "reason": "Started", "message": "m", "type": "Normal", "count": 1,
+            "source": {"component": "kubelet", "host": NODE},
+        }, query="fieldManager=kubelet")  # fmt: skip
+        node = unique("node")
+        ctx.secrets[node] = "<node>"
+        ctx.raw.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}},
+                        query="fieldManager=kubelet")  # fmt: skip
+        status = ctx.raw.request("PATCH", f"/api/v1/nodes/{node}/status", {"status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+        }}, content_type=STRATEGIC, query="fieldManager=kubelet")  # fmt: skip
+        ctx.raw.request("DELETE", f"/api/v1/nodes/{node}")
+        out = []
+        for ans in (applied, created, status):
+            body = ans.body if isinstance(ans.body, dict) else {}
+            entries = (body.get("metadata") or {}).get("managedFields")
+            out.append({"code": ans.code,
+                        "managedFields": [{k: ("<time>" if k == "time" else v) for k, v in e.items()}
+                                          for e in entries or []]})  # fmt: skip
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0]["code"] == 201 and got[0]["managedFields"][0]["apiVersion"] == "coordination.k8s.io/v1"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from podstatus.errors import BadRequestError, ConflictError, NotFoundError, UnprocessableEntityError
+from podstatus.errors import ApiError, BadRequestError, ConflictError, NotFoundError, UnprocessableEntityError
 from podstatus.server import apply as A
 from podstatus.server.store import Store
 
@@ -375,3 +375,24 @@ def test_manager_from_user_agent_and_field_manager_checks() -> None:
         UnprocessableEntityError, match="force: Forbidden: may not be specified for non-apply patch"
     ):
         A.validate_field_manager("PATCH", None, apply=False, force="true")
+
+
+def test_leases_apply_in_their_group_and_converted_events_refuse(store: Store) -> None:
+    lease = (
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: n1, namespace: kube-node-lease}\n"
+        "spec: {holderIdentity: n1, leaseDurationSeconds: 40}\n"
+    )
+    stored, created = store.apply(
+        "leases.coordination.k8s.io", "kube-node-lease", "n1", lease, field_manager="kubelet"
+    )
+    (entry,) = stored.obj["metadata"]["managedFields"]
+    assert created and entry["apiVersion"] == "coordination.k8s.io/v1" and entry["operation"] == "Apply"
+    # A core/v1 configuration is the wrong type for a Lease.
+    with pytest.raises(BadRequestError, match=r"invalid object type: /v1, Kind=Lease"):
+        store.apply("leases.coordination.k8s.io", "kube-node-lease", "n1", lease.replace("coordination.k8s.io/", ""),
+                    field_manager="kubelet")  # fmt: skip
+    # events.k8s.io Events are stored as core Events: apply there is refused (415), not half done.
+    with pytest.raises(ApiError) as info:
+        store.apply("events.events.k8s.io", "default", "e", "apiVersion: events.k8s.io/v1\nkind: Event\n",
+                    field_manager="x")  # fmt: skip
+    assert info.value.code == 415
