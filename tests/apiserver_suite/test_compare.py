@@ -1319,11 +1319,28 @@ def test_apply_request_errors(server: Server, real_server: Server, request: pyte
                                                     query="force=true"),
             "long fieldManager": ctx.raw.request("POST", ctx.raw.pods_path(), pod_manifest(),
                                                  query="fieldManager=" + "m" * 129),
+            "unprintable fieldManager": apply(ctx, name, config, "fieldManager=a%07b"),
+            "stale resourceVersion": apply(ctx, name, {**config, "metadata": {"name": name,
+                                                                              "resourceVersion": "999999999"}},
+                                           "fieldManager=x"),
+            "other uid": apply(ctx, name, {**config, "metadata": {"name": name, "uid": ZERO_UID}}, "fieldManager=x"),
+            "other namespace": apply(ctx, name, {**config, "metadata": {"name": name, "namespace": "kube-system"}},
+                                     "fieldManager=x"),
+            "not an object": ctx.raw.request("PATCH", ctx.raw.pods_path(name), b"- 1\n", content_type=APPLY,
+                                             query="fieldManager=x"),
+            "duplicate keys": apply(ctx, gone, {**apply_config(gone), "spec": {"containers": [
+                {"name": "c", "image": IMAGE}, {"name": "c", "image": IMAGE}]}}, "fieldManager=x"),
+            "conflict and invalid": apply(ctx, name, {**config, "spec": {"nodeName": NODE, "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.9"}, {"name": "d", "image": IMAGE}]}},
+                "fieldManager=x"),
+            "a container added": apply(ctx, name, {**config, "spec": {"nodeName": NODE, "containers": [
+                {"name": "c", "image": IMAGE}, {"name": "d", "image": IMAGE}]}}, "fieldManager=x"),
         }  # fmt: skip
         return {k: ctx.error(v) for k, v in answers.items()}
 
     got = same_as_real(server, real_server, request, scenario)
     assert got["no fieldManager"]["code"] == 422 and got["missing namespace"]["code"] == 404
+    assert got["conflict and invalid"]["code"] == 409  # conflicts are found before validation
 
 
 def test_managed_fields_reset_then_first_apply(

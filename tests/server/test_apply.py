@@ -313,7 +313,7 @@ def test_apply_requests_are_checked(store: Store) -> None:
         BadRequestError, match=r"the name of the object \(p\) does not match the name on the URL \(q\)"
     ):
         store.apply("pods", "default", "q", CONFIG, field_manager="x")
-    with pytest.raises(BadRequestError, match="error decoding YAML"):
+    with pytest.raises(BadRequestError, match="error encoding patch: yaml: line 1"):
         store.apply("pods", "default", "p", "[1, 2", field_manager="x")
     with pytest.raises(NotFoundError, match='namespaces "nowhere" not found'):
         store.apply("pods", "nowhere", "p", CONFIG, field_manager="x")

@@ -514,13 +514,17 @@ def parse_apply_body(body: bytes | str | Mapping[str, Any]) -> dict[str, Any]:
         return json.loads(json.dumps(body))
     try:
         data = yaml.safe_load(body if isinstance(body, str) else bytes(body).decode("utf-8"))
+    except yaml.MarkedYAMLError as err:
+        # The real server's words around its own YAML parser's message (PyYAML's differs).
+        line = err.problem_mark.line + 1 if err.problem_mark is not None else 1
+        raise _bad_request(f"error encoding patch: yaml: line {line}: {err.problem}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise _bad_request(f"error decoding YAML: {err}") from None
+        raise _bad_request(f"error encoding patch: yaml: {err}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise _bad_request(
-            f"error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal "
+            f"error decoding patch: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal "
             f"{_go_type(data)} into Go value of type map[string]interface {{}}"
         )
     # YAML may give non-JSON scalars (dates); the wire form is JSON.
@@ -580,13 +584,15 @@ def prepare_apply(
     try:
         full = fs.to_field_set(config, schema)
     except FieldSetError as err:
-        raise _internal(f"failed to create typed patch object: {err}") from None
+        cmeta = meta if isinstance(meta, dict) else {}
+        where = f"{cmeta.get('namespace') or ''}/{cmeta.get('name') or ''}; {group_version(api_version)}, Kind={kind}"
+        raise _internal(f"failed to create typed patch object ({where}): {err}") from None
     applied = _strip_set(fs.exclude(full, reset))
     base = live if live is not None else {"apiVersion": api_version, "kind": kind, "metadata": {}}
     try:
         merged = fs.merge(base, config, schema)
     except FieldSetError as err:
-        raise _internal(f"failed to merge config: {err}") from None
+        raise _internal(f"failed to merge config: {err}") from None  # a live object the schema refuses
     previous = managers.get(key)
     if previous is not None and previous.fields:
         owned: Node = full
@@ -638,11 +644,18 @@ def _kubectl_last_applied(
     meta["annotations"][LAST_APPLIED] = json.dumps(copy, separators=(",", ":"), sort_keys=True) + "\n"
 
 
+def group_version(api_version: str) -> str:
+    """As Go prints a GroupVersion: ``/v1`` for the core group."""
+    return api_version if "/" in api_version else "/" + api_version
+
+
 def _internal(message: str) -> Exception:
+    """A 500 as the real server answers an error the field manager did not type: no reason."""
     from ..errors import ApiError
 
-    return ApiError(message, code=500, reason="InternalError",
-                    status=status_body(500, "InternalError", f"Internal error occurred: {message}"))  # fmt: skip
+    body = status_body(500, "", message)
+    del body["reason"]
+    return ApiError(message, code=500, reason="", status=body)
 
 
 # --- request options -------------------------------------------------------------------------
@@ -694,7 +707,7 @@ def validate_field_manager(method: str, field_manager: str | None, *, apply: boo
     for i, ch in enumerate(manager):
         if not ch.isprintable():
             errors.append(("fieldManager", "FieldValueInvalid",
-                           f"Invalid value: {json.dumps(manager)}: invalid character {_go_rune(ch)} (at position {i})"))  # fmt: skip
+                           f"Invalid value: {_go_quote(manager)}: invalid character {_go_rune(ch)} (at position {i})"))  # fmt: skip
     if not errors:
         return
     kind = _OPTIONS_KIND.get(method, "PatchOptions")
@@ -704,6 +717,27 @@ def validate_field_manager(method: str, field_manager: str | None, *, apply: boo
     causes = [{"reason": r, "message": t, "field": f} for f, r, t in errors]
     body = status_body(422, "Invalid", message, group="meta.k8s.io", kind=kind, causes=causes)
     raise UnprocessableEntityError(message, status=body)
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+               "\v": "\\v", "\\": "\\\\", '"': '\\"'}  # fmt: skip
+
+
+def _go_quote(text: str) -> str:
+    """Go's strconv.Quote (how field errors print a string value)."""
+    out = []
+    for ch in text:
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
 
 
 def _go_rune(ch: str) -> str:

@@ -731,6 +731,14 @@ _SPEC_FORBIDDEN = (
 )
 
 
+def _resized_containers(spec: dict[str, Any], old: dict[str, Any]) -> str:
+    """The first of containers/initContainers whose number of items changed ("" if none)."""
+    for key in ("containers", "initContainers"):
+        if len(spec.get(key) or ()) != len(old.get(key) or ()):
+            return key
+    return ""
+
+
 def _spec_fingerprint(spec: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in spec.items() if k not in _MUTABLE_SPEC}
     for key in ("containers", "initContainers"):
@@ -1623,7 +1631,12 @@ class Store:
                 _default_tolerations(spec)
                 old_spec = current.obj.get("spec") or {}
                 if spec != old_spec:
-                    if _spec_fingerprint(spec) != _spec_fingerprint(old_spec):
+                    resized = _resized_containers(spec, old_spec)
+                    if resized:
+                        # ValidateContainerUpdates: the count is checked first, and alone.
+                        errors.append(FieldError(f"spec.{resized}", "Forbidden",
+                                                 detail="pod updates may not add or remove containers"))  # fmt: skip
+                    elif _spec_fingerprint(spec) != _spec_fingerprint(old_spec):
                         errors.append(FieldError("spec", "Forbidden", detail=_SPEC_FORBIDDEN))
                     elif "generation" in meta:
                         meta["generation"] = int(meta["generation"]) + 1
