@@ -233,27 +233,40 @@ def from_paths(*paths: tuple[str, ...]) -> Node:
 
 
 def union(a: Node, b: Node) -> Node:
+    """Members of either; ``a`` itself when ``b`` adds nothing to it."""
     if not b or a is b:
         return a
     if not a:
         return b
-    return _root(_union_children(a, b))
+    children = _union_children(a, b)
+    return _root(children) if children is not None else a
 
 
-def _union_children(a: Node, b: Node) -> dict[str, Node]:
-    children = {k: v for k, v in a.items() if k != _MEMBER}
+def _union_children(a: Node, b: Node) -> dict[str, Node] | None:
+    """The children of a | b, or None when ``b`` adds nothing below ``a``."""
+    children: dict[str, Node] | None = None
     for key, child in b.items():
         if key == _MEMBER:
             continue
-        mine = children.get(key)
-        children[key] = child if mine is None else _union(mine, child)
+        mine = a.get(key)
+        merged = child if mine is None else _union(mine, child)
+        if merged is not mine:
+            if children is None:
+                children = {k: v for k, v in a.items() if k != _MEMBER}
+            children[key] = merged
     return children
 
 
 def _union(a: Node, b: Node) -> Node:
-    if a is b or a == b:
+    if a is b:
         return a
-    made = _make(_is_member(a) or _is_member(b), _union_children(a, b))
+    member = _is_member(a)
+    children = _union_children(a, b)
+    if children is None:
+        if member or not _is_member(b):
+            return a  # b adds nothing
+        children = {k: v for k, v in a.items() if k != _MEMBER}
+    made = _make(member or _is_member(b), children)
     return made if made is not None else {}
 
 
@@ -488,10 +501,14 @@ def _compare_maps(
     lhs: Mapping[str, Any], rhs: Mapping[str, Any], spath: SPath, path: tuple[str, ...], schema: Schema,
     out: Comparison,
 ) -> None:  # fmt: skip
-    for key in lhs.keys() | rhs.keys():
-        _compare(
-            lhs.get(key, _MISSING), rhs.get(key, _MISSING), (*spath, key), (*path, "f:" + key), schema, out
-        )
+    for key, lv in lhs.items():
+        rv = rhs.get(key, _MISSING)
+        if lv is rv or (type(lv) is type(rv) and lv == rv):
+            continue  # equal: nothing to walk (the common case, checked without a call)
+        _compare(lv, rv, (*spath, key), (*path, "f:" + key), schema, out)
+    for key, rv in rhs.items():
+        if key not in lhs:
+            _compare(_MISSING, rv, (*spath, key), (*path, "f:" + key), schema, out)
 
 
 def _index(items: list[Any], spath: SPath, lt: ListType) -> dict[str, Any]:
