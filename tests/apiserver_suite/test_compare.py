@@ -1165,10 +1165,12 @@ APPLY = "application/apply-patch+yaml"
 
 
 def managed_fields(ans: Answer) -> Any:
-    """The managedFields of an answer, times replaced by a marker (or the error)."""
+    """The managedFields of an answer, times replaced by a marker (or the error). Entries are
+    sorted by operation and manager: their order also depends on the second each write fell in."""
     if not (isinstance(ans.body, dict) and ans.body.get("kind") == "Pod"):
         return {"code": ans.code, "body": ans.body}
     entries = ans.body["metadata"].get("managedFields") or []
+    entries = sorted(entries, key=lambda e: (e.get("operation"), e.get("manager"), e.get("subresource", "")))
     return [{k: ("<time>" if k == "time" else v) for k, v in e.items()} for e in entries]
 
 
