@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from podstatus.server import fieldsets as fs
 from podstatus.server.apply import schema_for
@@ -238,3 +241,26 @@ def test_shipped_field_schema_is_what_the_generator_makes() -> None:
     formatted = subprocess.run([str(ruff), "format", "--stdin-filename", "fieldschema.py", "-"], input=made,
                                capture_output=True, text=True, check=True, cwd=root).stdout  # fmt: skip
     assert formatted == (root / "src/podstatus/server/fieldschema.py").read_text()
+
+
+_ELEMENTS = st.sampled_from(["f:a", "f:b", 'k:{"name":"x"}', 'v:"y"', "i:0"])
+_PATHS = st.frozensets(st.lists(_ELEMENTS, min_size=1, max_size=3).map(tuple), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PATHS, _PATHS)
+def test_set_operations_agree_with_sets_of_paths(
+    a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]
+) -> None:
+    sa, sb = fs.from_paths(*a), fs.from_paths(*b)
+    assert set(fs.paths(sa)) == a
+    assert set(fs.paths(fs.union(sa, sb))) == a | b
+    assert set(fs.paths(fs.subtract(sa, sb))) == a - b
+    assert set(fs.paths(fs.intersection(sa, sb))) == a & b
+    # Excluding b's members drops everything at or below them.
+    assert set(fs.paths(fs.exclude(sa, sb))) == {p for p in a if not any(p[: len(q)] == q for q in b)}
+    # Results are in the encoding's canonical form: what building them afresh gives.
+    for result in (fs.union(sa, sb), fs.subtract(sa, sb), fs.intersection(sa, sb), fs.exclude(sa, sb)):
+        assert json.dumps(result) == json.dumps(fs.from_paths(*fs.paths(result)))  # same keys, same order
+        assert fs.decode(result) is result
+    assert sa == fs.from_paths(*a)  # inputs never change
