@@ -200,3 +200,18 @@ def _lightkube_apply(client: Any, other: Any, pod: Any) -> None:
         other.apply(pod)
     assert info.value.status.code == 409 and info.value.status.reason == "Conflict"
     assert other.apply(pod, force=True).spec.containers[0].image == "nginx:1.29"
+
+
+def test_client_side_diff_exit_codes(env: dict[str, str], tmp_path: Path) -> None:
+    # Plain "kubectl diff" sends a dry-run strategic merge patch of its last-applied configuration.
+    path = tmp_path / "pod.yaml"
+    path.write_text(POD_YAML.format(name="csa1", image="nginx:1.27"))
+    ok(kubectl(env, "apply", "-f", str(path)))
+    same = kubectl(env, "diff", "-f", str(path))
+    assert same.returncode == 0 and same.stdout == "", same.stderr
+    path.write_text(POD_YAML.format(name="csa1", image="nginx:1.30"))
+    changed = kubectl(env, "diff", "-f", str(path))
+    assert changed.returncode == 1, changed.stderr
+    assert "+  - image: nginx:1.30" in changed.stdout
+    pod = json.loads(ok(kubectl(env, "get", "pod", "csa1", "-o", "json")))
+    assert pod["spec"]["containers"][0]["image"] == "nginx:1.27"

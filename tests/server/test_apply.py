@@ -9,7 +9,7 @@ import pytest
 
 from podstatus.errors import ApiError, BadRequestError, ConflictError, NotFoundError, UnprocessableEntityError
 from podstatus.server import apply as A
-from podstatus.server.store import Store
+from podstatus.server.store import Store, WriteOptions
 
 CONFIG = """\
 apiVersion: v1
@@ -288,11 +288,11 @@ def test_apply_dry_run_stores_nothing(store: Store) -> None:
     store.apply("pods", "default", "p", CONFIG, field_manager="ssa")
     before = store.get("pods", "default", "p")
     dry, _ = store.apply("pods", "default", "p", CONFIG.replace("nginx:1", "nginx:2"), field_manager="ssa",
-                         dry_run=True)  # fmt: skip
+                         options=WriteOptions(dry_run=True))  # fmt: skip
     assert dry.obj["spec"]["containers"][0]["image"] == "nginx:2"
     assert store.get("pods", "default", "p") is before and store.resource_version == before.rv
     created, was_created = store.apply("pods", "default", "new", CONFIG.replace("name: p", "name: new"),
-                                       field_manager="ssa", dry_run=True)  # fmt: skip
+                                       field_manager="ssa", options=WriteOptions(dry_run=True))  # fmt: skip
     assert was_created and "resourceVersion" not in created.metadata and created.metadata["uid"]
     with pytest.raises(NotFoundError):
         store.get("pods", "default", "new")

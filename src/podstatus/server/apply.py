@@ -53,6 +53,7 @@ __all__ = [
     "Schema",
     "Tracker",
     "UpdateTracker",
+    "check_type",
     "decode_managed_fields",
     "encode_managed_fields",
     "manager_or_user_agent",
@@ -549,6 +550,14 @@ def _go_type(value: Any) -> str:
     return "string"
 
 
+def check_type(config: Mapping[str, Any], kind: str, api_version: str) -> None:
+    """400 unless the configuration is of the endpoint's kind and version (versionCheckManager)."""
+    gvk = (str(config.get("apiVersion") or ""), str(config.get("kind") or ""))
+    if gvk != (api_version, kind):
+        group, _, version = gvk[0].rpartition("/")
+        raise _bad_request(f"invalid object type: {group}/{version}, Kind={gvk[1]}")
+
+
 def prepare_apply(
     *,
     kind: str,
@@ -564,10 +573,7 @@ def prepare_apply(
     """The object an apply writes (the configuration merged into ``live``, or into an empty
     object when ``live`` is None, minus what the applier gave up) and the tracker that
     finishes its managed fields. Raises the 400s of a malformed configuration."""
-    gvk = (str(config.get("apiVersion") or ""), str(config.get("kind") or ""))
-    if gvk != (api_version, kind):
-        group, _, version = gvk[0].rpartition("/")
-        raise _bad_request(f"invalid object type: {group}/{version}, Kind={gvk[1]}")
+    check_type(config, kind, api_version)
     meta = config.get("metadata")
     if meta is not None and not isinstance(meta, dict):
         raise _bad_request("metadata must be an object")
