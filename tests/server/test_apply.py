@@ -396,3 +396,18 @@ def test_leases_apply_in_their_group_and_converted_events_refuse(store: Store) -
         store.apply("events.events.k8s.io", "default", "e", "apiVersion: events.k8s.io/v1\nkind: Event\n",
                     field_manager="x")  # fmt: skip
     assert info.value.code == 415
+
+
+def test_undeclared_fields_are_a_500_whatever_the_validation(store: Store) -> None:
+    config = json.loads(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "bogus": 1},
+                                    "spec": {"containers": [{"name": "c", "image": "i", "nope": True}]}}))  # fmt: skip
+    for validation in ("Strict", "Warn", "Ignore"):
+        with pytest.raises(ApiError) as info:
+            store.apply("pods", "default", "p", json.dumps(config), field_manager="x",
+                        options=WriteOptions(field_validation=validation))  # fmt: skip
+        assert info.value.code == 500 and info.value.status is not None and "reason" not in info.value.status
+        assert info.value.message == (
+            "failed to create typed patch object (/p; /v1, Kind=Pod): errors:\n"
+            "  .metadata.bogus: field not declared in schema\n"
+            '  .spec.containers[name="c"].nope: field not declared in schema'
+        )

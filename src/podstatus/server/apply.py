@@ -60,6 +60,7 @@ __all__ = [
     "parse_apply_body",
     "prepare_apply",
     "schema_for",
+    "undeclared_fields",
     "validate_field_manager",
 ]
 
@@ -550,6 +551,51 @@ def _go_type(value: Any) -> str:
     return "string"
 
 
+def undeclared_fields(
+    config: Mapping[str, Any], paths: list[str], *, kind: str, api_version: str, schema: Schema
+) -> Exception:
+    """The 500 the real server answers when an applied configuration has fields its kind does
+    not declare (whatever ``fieldValidation`` says). ``paths`` are decoder-style
+    (``spec.containers[0].nope``); the answer names them as structured-merge-diff does."""
+    lines = [f"{_smd_path(config, p, schema)}: field not declared in schema" for p in paths]
+    text = lines[0] if len(lines) == 1 else "errors:\n" + "\n".join("  " + line for line in lines)
+    return _internal(f"failed to create typed patch object ({_where(config, kind, api_version)}): {text}")
+
+
+def _where(config: Mapping[str, Any], kind: str, api_version: str) -> str:
+    meta = config.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    return (
+        f"{meta.get('namespace') or ''}/{meta.get('name') or ''}; {group_version(api_version)}, Kind={kind}"
+    )
+
+
+def _smd_path(config: Mapping[str, Any], path: str, schema: Schema) -> str:
+    """``spec.containers[0].nope`` as ``.spec.containers[name="c"].nope``: list items by key."""
+    out = []
+    value: Any = config
+    spath: tuple[str, ...] = ()
+    for part in path.replace("[", ".[").split("."):
+        if not part:
+            continue
+        if part.startswith("["):
+            index = int(part[1:-1])
+            item = value[index] if isinstance(value, list) and index < len(value) else None
+            lt = schema.list_type(spath)
+            try:
+                out.append(
+                    fs.render_path((fs.item_element(item, lt, spath),)) if lt.kind != "atomic" else part
+                )
+            except FieldSetError:
+                out.append(part)
+            value = item
+        else:
+            out.append("." + part)
+            spath = (*spath, part)
+            value = value.get(part) if isinstance(value, dict) else None
+    return "".join(out)
+
+
 def check_type(config: Mapping[str, Any], kind: str, api_version: str) -> None:
     """400 unless the configuration is of the endpoint's kind and version (versionCheckManager)."""
     gvk = (str(config.get("apiVersion") or ""), str(config.get("kind") or ""))
@@ -597,9 +643,9 @@ def prepare_apply(
     try:
         full = fs.to_field_set(config, schema)
     except FieldSetError as err:
-        cmeta = meta if isinstance(meta, dict) else {}
-        where = f"{cmeta.get('namespace') or ''}/{cmeta.get('name') or ''}; {group_version(api_version)}, Kind={kind}"
-        raise _internal(f"failed to create typed patch object ({where}): {err}") from None
+        raise _internal(
+            f"failed to create typed patch object ({_where(config, kind, api_version)}): {err}"
+        ) from None
     applied = _strip_set(fs.exclude(full, reset))
     base = live if live is not None else {"apiVersion": api_version, "kind": kind, "metadata": {}}
     try:

@@ -1605,8 +1605,13 @@ class Store:
         opts = options if options is not None else WriteOptions(field_validation="Ignore")
         config = _apply.parse_apply_body(body)
         _apply.check_type(config, info.kind, info.api_version)
-        # Fields the kind does not know are dropped, warned about or refused, as in any body.
-        decode_body(info, config, opts)
+        original = _decode(_encode(config))
+        found = schema.prune(_kind_key(info), config)
+        if found.unknown:
+            # Whatever fieldValidation says: the field manager cannot type the configuration.
+            raise _apply.undeclared_fields(original, found.unknown, kind=info.kind, api_version=info.api_version,
+                                           schema=self._schema(info))  # fmt: skip
+        decode_body(info, config, opts)  # numbers out of range
         with self._lock:
             self._maybe_reap()
             current = self._bucket(info, namespace).get(name) if info.name != "namespaces" else None
