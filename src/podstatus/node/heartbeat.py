@@ -144,6 +144,8 @@ class LeaseKeeper:
         self.lost = False
         self._lease: dict[str, Any] | None = None
         self.supported = True
+        # Set by check(take_over=True): the next renewal overwrites a live foreign holder once.
+        self._taking_over = False
 
     def other_holder(self) -> LeaseInfo | None:
         """The live Lease of another agent (or another kubelet) for this node, if there is one."""
@@ -170,6 +172,7 @@ class LeaseKeeper:
             return
         who = other.agent or other.holder
         if take_over:
+            self._taking_over = True
             log.warning(
                 "taking over the node's lease from a live holder node=%s holder=%s expiresIn=%.0fs",
                 self.node_name,
@@ -217,7 +220,8 @@ class LeaseKeeper:
                         self.renewals += 1
                         return True
                     info = lease_info(base)
-                    if info.agent not in ("", self.identity) and info.live(self.clock()):
+                    foreign = info.agent not in ("", self.identity)
+                    if foreign and info.live(self.clock()) and not self._taking_over:
                         # Someone took the node over: stop renewing, the agent stops driving it.
                         self.lost = True
                         log.error(
