@@ -75,8 +75,13 @@ class ProviderCaller:
         self._pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             loop, self._loop = self._loop, None
+            thread, self._loop_thread = self._loop_thread, None
         if loop is not None:
             loop.call_soon_threadsafe(loop.stop)
+            if thread is not None:
+                thread.join(2)
+            if not loop.is_running():
+                loop.close()
 
 
 async def _await(awaitable: Any) -> Any:

@@ -204,8 +204,10 @@ class FakeProvider:
     # -- the protocol --------------------------------------------------------------
 
     def notify_pods(self, notifier: PodNotifier) -> None:
-        if self._notify:
-            self.notifier = notifier
+        if not self._notify:
+            # As a provider that cannot push: the agent polls get_pod_status instead.
+            raise NotImplementedError("this provider is polled")
+        self.notifier = notifier
 
     def create_pod(self, pod: Pod) -> None:
         self._enter("create_pod", pod.key())
