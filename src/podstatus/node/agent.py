@@ -939,7 +939,7 @@ class PodWatcher:
                 for kind, pod in self.client.watch_pods(
                     field_selector=self.field_selector,
                     resource_version=resource_version,
-                    timeout_seconds=self.timeout,
+                    timeout_seconds=max(1, int(self.timeout)),
                     stop_event=self._stop,
                 ):
                     if self._stop.is_set():
