@@ -9,8 +9,10 @@ from typing import Any
 
 import msgspec
 import pytest
-from nodekit import StandInNodeClient, make_agent, pod_manifest, wait_for
+from nodekit import events_for, make_agent, pod_manifest, wait_for
 
+from podstatus.clients.embedded import EmbeddedClient
+from podstatus.clients.fake import FakeNodeClient
 from podstatus.errors import GoneError, NotFoundError
 from podstatus.node import FakeProvider, LeaseHeldError, NodeAgent, NodeDescription, NodeGroup
 from podstatus.node.heartbeat import AGENT_ANNOTATION, LEASE_NAMESPACE
@@ -33,8 +35,8 @@ def server() -> Iterator[EmbeddedApiServer]:
 
 
 @pytest.fixture
-def client(server: EmbeddedApiServer) -> StandInNodeClient:
-    return StandInNodeClient(server)
+def client(server: EmbeddedApiServer) -> EmbeddedClient:
+    return EmbeddedClient(server)
 
 
 @pytest.fixture
@@ -86,7 +88,7 @@ def start(
 
 
 def test_registers_node_with_every_required_node_info_field(
-    client: StandInNodeClient, agents: list[NodeAgent]
+    client: EmbeddedClient, agents: list[NodeAgent]
 ) -> None:
     start(agents, client, FakeProvider())
     node = client.get_node("vn-1")
@@ -109,7 +111,7 @@ def test_registers_node_with_every_required_node_info_field(
     assert node_condition(node, "Ready")["status"] == "True"
 
 
-def test_lease_is_held_by_the_node_and_renewed(client: StandInNodeClient, agents: list[NodeAgent]) -> None:
+def test_lease_is_held_by_the_node_and_renewed(client: EmbeddedClient, agents: list[NodeAgent]) -> None:
     start(agents, client, FakeProvider())
     first = client.get_lease(LEASE_NAMESPACE, "vn-1")
     assert first["spec"]["holderIdentity"] == "vn-1"
@@ -121,7 +123,7 @@ def test_lease_is_held_by_the_node_and_renewed(client: StandInNodeClient, agents
     )
 
 
-def _foreign_lease(client: StandInNodeClient, renewed: datetime) -> None:
+def _foreign_lease(client: EmbeddedClient, renewed: datetime) -> None:
     client.create_lease(
         LEASE_NAMESPACE,
         {
@@ -139,7 +141,7 @@ def _foreign_lease(client: StandInNodeClient, renewed: datetime) -> None:
     )
 
 
-def test_refuses_to_start_while_another_agent_holds_the_lease(client: StandInNodeClient) -> None:
+def test_refuses_to_start_while_another_agent_holds_the_lease(client: EmbeddedClient) -> None:
     _foreign_lease(client, datetime.now(UTC))
     agent = make_agent(client, FakeProvider())
     with pytest.raises(LeaseHeldError, match="held by 'other'"):
@@ -148,7 +150,7 @@ def test_refuses_to_start_while_another_agent_holds_the_lease(client: StandInNod
         client.get_node("vn-1")  # nothing was written
 
 
-def test_starts_when_the_other_lease_has_expired(client: StandInNodeClient, agents: list[NodeAgent]) -> None:
+def test_starts_when_the_other_lease_has_expired(client: EmbeddedClient, agents: list[NodeAgent]) -> None:
     _foreign_lease(client, datetime.now(UTC) - timedelta(seconds=41))
     agent = start(agents, client, FakeProvider())
     wait_for(
@@ -160,7 +162,7 @@ def test_starts_when_the_other_lease_has_expired(client: StandInNodeClient, agen
 
 
 def test_take_over_wins_and_the_old_agent_stops_driving_the_node(
-    client: StandInNodeClient, agents: list[NodeAgent]
+    client: EmbeddedClient, agents: list[NodeAgent]
 ) -> None:
     old = start(agents, client, FakeProvider())
     with pytest.raises(LeaseHeldError):
@@ -173,7 +175,7 @@ def test_take_over_wins_and_the_old_agent_stops_driving_the_node(
     )
 
 
-def test_a_clean_stop_releases_the_lease_for_an_immediate_restart(client: StandInNodeClient) -> None:
+def test_a_clean_stop_releases_the_lease_for_an_immediate_restart(client: EmbeddedClient) -> None:
     first = make_agent(client, FakeProvider())
     first.start()
     first.stop()
@@ -183,7 +185,7 @@ def test_a_clean_stop_releases_the_lease_for_an_immediate_restart(client: StandI
 
 
 def test_node_status_posted_on_change_and_at_the_report_frequency(
-    client: StandInNodeClient, agents: list[NodeAgent]
+    client: EmbeddedClient, agents: list[NodeAgent]
 ) -> None:
     provider = FakeProvider()
     agent = start(agents, client, provider, node_status_report_frequency=1.0)
@@ -199,7 +201,7 @@ def test_node_status_posted_on_change_and_at_the_report_frequency(
 
 
 def test_ping_failure_makes_the_node_not_ready_and_recovery_ready(
-    client: StandInNodeClient, agents: list[NodeAgent]
+    client: EmbeddedClient, agents: list[NodeAgent]
 ) -> None:
     provider = FakeProvider()
     start(agents, client, provider)
@@ -213,14 +215,14 @@ def test_ping_failure_makes_the_node_not_ready_and_recovery_ready(
     assert node_condition(client.get_node("vn-1"), "Ready")["lastTransitionTime"] >= ready_since
 
 
-def test_a_deleted_node_is_registered_again(client: StandInNodeClient, agents: list[NodeAgent]) -> None:
+def test_a_deleted_node_is_registered_again(client: EmbeddedClient, agents: list[NodeAgent]) -> None:
     start(agents, client, FakeProvider(), node_status_report_frequency=0.3)
     client.delete_node("vn-1")
     wait_for(lambda: _exists(client, "vn-1"), what="re-registration")
     assert node_condition(client.get_node("vn-1"), "Ready")["status"] == "True"
 
 
-def _exists(client: StandInNodeClient, name: str) -> bool:
+def _exists(client: EmbeddedClient, name: str) -> bool:
     try:
         client.get_node(name)
         return True
@@ -228,14 +230,14 @@ def _exists(client: StandInNodeClient, name: str) -> bool:
         return False
 
 
-def test_stop_with_cordon_marks_the_node_unschedulable(client: StandInNodeClient) -> None:
+def test_stop_with_cordon_marks_the_node_unschedulable(client: EmbeddedClient) -> None:
     agent = make_agent(client, FakeProvider())
     agent.start()
     agent.stop(on_stop="cordon")
     assert client.get_node("vn-1")["spec"]["unschedulable"] is True
 
 
-def test_stop_with_leave_leaves_node_and_pods(client: StandInNodeClient) -> None:
+def test_stop_with_leave_leaves_node_and_pods(client: EmbeddedClient) -> None:
     provider = FakeProvider()
     agent = make_agent(client, provider)
     agent.start()
@@ -252,9 +254,7 @@ def test_stop_with_leave_leaves_node_and_pods(client: StandInNodeClient) -> None
 # --- pods ---------------------------------------------------------------------------------
 
 
-def test_pod_runs_and_gets_the_kubelets_conditions(
-    client: StandInNodeClient, agents: list[NodeAgent]
-) -> None:
+def test_pod_runs_and_gets_the_kubelets_conditions(client: EmbeddedClient, agents: list[NodeAgent]) -> None:
     provider = FakeProvider()
     start(agents, client, provider)
     pod = client.create_pod(pod_manifest("web"))
@@ -269,7 +269,7 @@ def test_pod_runs_and_gets_the_kubelets_conditions(
 
 
 def test_admission_fails_a_pod_that_does_not_fit_as_out_of_pods(
-    client: StandInNodeClient, agents: list[NodeAgent]
+    client: EmbeddedClient, agents: list[NodeAgent]
 ) -> None:
     provider = FakeProvider(NodeDescription(capacity={"cpu": "4", "memory": "1Gi", "pods": "2"}))
     agent = start(agents, client, provider)
@@ -285,12 +285,12 @@ def test_admission_fails_a_pod_that_does_not_fit_as_out_of_pods(
     )
     assert "default/c" not in provider.called("create_pod")
     agent.recorder.flush()
-    events = [e for e in client.events.values() if e["involvedObject"]["name"] == "c"]
+    events = events_for(client, "c")
     assert [(e["type"], e["reason"]) for e in events] == [("Warning", "OutOfpods")]
 
 
 def test_deletion_stops_the_pod_with_its_grace_period_then_deletes_it(
-    client: StandInNodeClient, agents: list[NodeAgent]
+    client: EmbeddedClient, agents: list[NodeAgent]
 ) -> None:
     provider = FakeProvider()
     grace: list[int] = []
@@ -310,11 +310,11 @@ def test_deletion_stops_the_pod_with_its_grace_period_then_deletes_it(
     wait_for(lambda: not _pod_exists(client, "web"), what="the final delete")
     assert grace == [17]
     agent.recorder.flush()
-    reasons = [e["reason"] for e in client.events.values() if e["involvedObject"]["name"] == "web"]
+    reasons = [e["reason"] for e in events_for(client, "web")]
     assert "Killing" in reasons
 
 
-def _pod_exists(client: StandInNodeClient, name: str) -> bool:
+def _pod_exists(client: EmbeddedClient, name: str) -> bool:
     try:
         client.get_pod("default", name)
         return True
@@ -323,7 +323,7 @@ def _pod_exists(client: StandInNodeClient, name: str) -> bool:
 
 
 def test_no_final_delete_while_the_provider_still_stops_the_pod(
-    client: StandInNodeClient, agents: list[NodeAgent]
+    client: EmbeddedClient, agents: list[NodeAgent]
 ) -> None:
     provider = FakeProvider()
     start(agents, client, provider, provider_timeout=5.0)
@@ -342,7 +342,7 @@ def test_no_final_delete_while_the_provider_still_stops_the_pod(
 
 
 def test_restores_ready_after_the_node_controller_flipped_it(
-    client: StandInNodeClient, agents: list[NodeAgent]
+    client: EmbeddedClient, agents: list[NodeAgent]
 ) -> None:
     provider = FakeProvider()
     start(agents, client, provider)
@@ -367,7 +367,7 @@ def test_restores_ready_after_the_node_controller_flipped_it(
 
 
 def test_relists_after_410_gone(server: EmbeddedApiServer, agents: list[NodeAgent]) -> None:
-    class GoneOnce(StandInNodeClient):
+    class GoneOnce(EmbeddedClient):
         gone = 1
 
         def watch_pods(self, *args: Any, **kwargs: Any) -> Any:
@@ -384,7 +384,7 @@ def test_relists_after_410_gone(server: EmbeddedApiServer, agents: list[NodeAgen
     assert agent._watcher is not None and agent._watcher.relists >= 2
 
 
-def test_node_group_shares_one_watch(client: StandInNodeClient) -> None:
+def test_node_group_shares_one_watch(client: EmbeddedClient) -> None:
     providers = [FakeProvider(), FakeProvider()]
     group_agents = [make_agent(client, p, f"vn-{i + 1}", watch=False) for i, p in enumerate(providers)]
     group = NodeGroup(client, group_agents)
@@ -402,7 +402,7 @@ def test_node_group_shares_one_watch(client: StandInNodeClient) -> None:
 # --- adoption after a restart ---------------------------------------------------------------
 
 
-def test_restart_adopts_running_pods_without_pending_or_lost_restarts(client: StandInNodeClient) -> None:
+def test_restart_adopts_running_pods_without_pending_or_lost_restarts(client: EmbeddedClient) -> None:
     provider = FakeProvider()
     agent = make_agent(client, provider)
     agent.start()
@@ -453,7 +453,7 @@ def test_restart_adopts_running_pods_without_pending_or_lost_restarts(client: St
         again.stop()
 
 
-def test_restart_never_writes_to_a_pod_recreated_under_the_same_name(client: StandInNodeClient) -> None:
+def test_restart_never_writes_to_a_pod_recreated_under_the_same_name(client: EmbeddedClient) -> None:
     provider = FakeProvider()
     agent = make_agent(client, provider)
     agent.start()
@@ -482,3 +482,39 @@ def test_restart_never_writes_to_a_pod_recreated_under_the_same_name(client: Sta
         assert set(uids) == {new.uid}
     finally:
         again.stop()
+
+
+# --- the requests themselves (FakeNodeClient records them) -------------------------------------
+
+
+def test_start_checks_the_lease_before_writing_anything_and_renewal_is_one_put() -> None:
+    fake = FakeNodeClient()
+    agent = make_agent(fake, FakeProvider(), lease_renew_interval=0.1, node_status_update_frequency=60)
+    agent.start()
+    try:
+        calls = fake.calls()
+        assert calls[0] == ("get", "leases")  # who holds the node? before any write
+        assert calls.index(("create", "nodes")) < calls.index(("create", "leases"))
+        assert ("patch", "nodes/status") in calls
+        wait_for(lambda: fake.calls().count(("update", "leases")) >= 3)
+        later = fake.calls()[len(calls) :]
+        renewals = [c for c in later if c[1] == "leases"]
+        assert set(renewals) == {("update", "leases")}  # no GET before each renewal
+        assert ("patch", "nodes/status") not in later  # nothing changed, 5 minutes not over
+    finally:
+        agent.stop()
+
+
+def test_a_lease_conflict_reads_again_and_renews() -> None:
+    fake = FakeNodeClient()
+    agent = make_agent(fake, FakeProvider(), lease_renew_interval=60)
+    agent.start()
+    try:
+        lease = fake.get_lease(LEASE_NAMESPACE, "vn-1")
+        lease["metadata"].setdefault("labels", {})["touched"] = "yes"
+        fake.update_lease(LEASE_NAMESPACE, "vn-1", lease)  # someone else bumps the resourceVersion
+        fake.clear_requests()
+        assert agent.lease.renew()
+        assert fake.calls() == [("update", "leases"), ("get", "leases"), ("update", "leases")]
+    finally:
+        agent.stop()

@@ -7,8 +7,9 @@ import time
 from typing import Any
 
 import msgspec
-from nodekit import StandInNodeClient
+from nodekit import events_for
 
+from podstatus.clients.embedded import EmbeddedClient
 from podstatus.errors import NotFoundError
 from podstatus.node.events import (
     COMBINED_PREFIX,
@@ -175,12 +176,12 @@ def test_recording_never_blocks_even_when_the_api_hangs() -> None:
 
 def test_events_reach_the_server(tmp_path: Any) -> None:
     with EmbeddedApiServer() as server:
-        client = StandInNodeClient(server)
+        client = EmbeddedClient(server)
         rec = EventRecorder(client, host="vn-1")
         rec.start()
         rec.event(POD, "Normal", "Started", "Started container app")
         rec.event(POD, "Normal", "Started", "Started container app")
         assert rec.flush()
         rec.stop()
-        (event,) = client.events.values()
+        (event,) = events_for(client)
         assert event["involvedObject"]["name"] == "web" and event["count"] == 2

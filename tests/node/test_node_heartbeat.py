@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from nodekit import StandInNodeClient
-
+from podstatus.clients.embedded import EmbeddedClient
 from podstatus.node.heartbeat import (
     AGENT_ANNOTATION,
     LEASE_NAMESPACE,
@@ -90,7 +89,7 @@ def test_adopting_a_node_keeps_its_transition_times() -> None:
 
 def test_lease_renew_time_and_take_over() -> None:
     with EmbeddedApiServer() as server:
-        client = StandInNodeClient(server)
+        client = EmbeddedClient(server)
         clock = Clock()
         mine = LeaseKeeper(client, "vn-1", "me", clock=clock)
         assert mine.renew()

@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from nodekit import StandInNodeClient, make_agent, pod_manifest, wait_for
+from nodekit import events_for, make_agent, pod_manifest, wait_for
 from test_node_agent import running
 
+from podstatus.clients.embedded import EmbeddedClient
 from podstatus.node import FakeProvider, NodeAgent, NodeDescription
 from podstatus.node.provider import pending_status
 from podstatus.server.http import EmbeddedApiServer
@@ -25,9 +26,9 @@ from podstatus.types import (
 
 
 @pytest.fixture
-def client() -> Iterator[StandInNodeClient]:
+def client() -> Iterator[EmbeddedClient]:
     with EmbeddedApiServer() as server:
-        yield StandInNodeClient(server)
+        yield EmbeddedClient(server)
 
 
 @pytest.fixture
@@ -45,19 +46,19 @@ def start(agents: list[NodeAgent], client: Any, provider: Any, **options: Any) -
     return agent
 
 
-def reasons(client: StandInNodeClient, agent: NodeAgent, name: str) -> list[str]:
+def reasons(client: EmbeddedClient, agent: NodeAgent, name: str) -> list[str]:
     agent.recorder.flush()
-    return [e["reason"] for e in list(client.events.values()) if e["involvedObject"]["name"] == name]
+    return [e["reason"] for e in events_for(client, name)]
 
 
-def written_by_agent(client: StandInNodeClient, name: str) -> bool:
+def written_by_agent(client: EmbeddedClient, name: str) -> bool:
     """The agent's first status is on the server (the API server alone sets only phase Pending)."""
     status = client.get_pod("default", name).status
     return status.phase == "Pending" and bool(status.container_statuses)
 
 
 def test_a_failing_create_is_reported_and_retried(
-    client: StandInNodeClient, agents: list[NodeAgent], caplog: pytest.LogCaptureFixture
+    client: EmbeddedClient, agents: list[NodeAgent], caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = FakeProvider()
     provider.fail("create_pod", RuntimeError("no capacity in region"))
@@ -74,7 +75,7 @@ def test_a_failing_create_is_reported_and_retried(
 
 
 def test_a_hanging_provider_times_out_and_others_go_on(
-    client: StandInNodeClient, agents: list[NodeAgent], caplog: pytest.LogCaptureFixture
+    client: EmbeddedClient, agents: list[NodeAgent], caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = FakeProvider()
     agent = start(agents, client, provider, provider_timeout=0.3)
@@ -103,7 +104,7 @@ def test_a_hanging_provider_times_out_and_others_go_on(
     ],
 )
 def test_garbage_status_is_refused_with_a_log_line_and_an_event(
-    client: StandInNodeClient,
+    client: EmbeddedClient,
     agents: list[NodeAgent],
     caplog: pytest.LogCaptureFixture,
     garbage: Any,
@@ -124,7 +125,7 @@ def test_garbage_status_is_refused_with_a_log_line_and_an_event(
 
 
 def test_an_impossible_transition_is_refused_and_never_written(
-    client: StandInNodeClient, agents: list[NodeAgent], caplog: pytest.LogCaptureFixture
+    client: EmbeddedClient, agents: list[NodeAgent], caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = FakeProvider()
     agent = start(agents, client, provider)
@@ -148,7 +149,7 @@ def test_an_impossible_transition_is_refused_and_never_written(
     assert status.container_statuses[0].state.terminated is not None
 
 
-def test_a_hanging_ping_makes_the_node_not_ready(client: StandInNodeClient, agents: list[NodeAgent]) -> None:
+def test_a_hanging_ping_makes_the_node_not_ready(client: EmbeddedClient, agents: list[NodeAgent]) -> None:
     provider = FakeProvider()
     start(agents, client, provider, provider_timeout=0.2)
     provider.hang("ping")
@@ -162,7 +163,7 @@ def test_a_hanging_ping_makes_the_node_not_ready(client: StandInNodeClient, agen
 
 
 def test_a_garbage_node_description_keeps_the_last_good_one(
-    client: StandInNodeClient, agents: list[NodeAgent], caplog: pytest.LogCaptureFixture
+    client: EmbeddedClient, agents: list[NodeAgent], caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = FakeProvider(NodeDescription(capacity={"cpu": "2", "memory": "1Gi", "pods": "7"}))
     agent = start(agents, client, provider)
@@ -202,7 +203,7 @@ class AsyncProvider:
         return NodeDescription()
 
 
-def test_an_async_provider_works_polled(client: StandInNodeClient, agents: list[NodeAgent]) -> None:
+def test_an_async_provider_works_polled(client: EmbeddedClient, agents: list[NodeAgent]) -> None:
     start(agents, client, AsyncProvider())
     client.create_pod(pod_manifest("web"))
     wait_for(lambda: client.get_pod("default", "web").status.phase == "Running")
@@ -210,7 +211,7 @@ def test_an_async_provider_works_polled(client: StandInNodeClient, agents: list[
     wait_for(lambda: not client.list_pods()[0], what="the final delete")
 
 
-def test_a_provider_without_notify_is_polled(client: StandInNodeClient, agents: list[NodeAgent]) -> None:
+def test_a_provider_without_notify_is_polled(client: EmbeddedClient, agents: list[NodeAgent]) -> None:
     provider = FakeProvider(notify=False)
     start(agents, client, provider)
     pod = client.create_pod(pod_manifest("web"))
@@ -221,7 +222,7 @@ def test_a_provider_without_notify_is_polled(client: StandInNodeClient, agents: 
     assert len(provider.called("get_pod_status")) >= 2
 
 
-def test_events_from_the_provider_reach_describe(client: StandInNodeClient, agents: list[NodeAgent]) -> None:
+def test_events_from_the_provider_reach_describe(client: EmbeddedClient, agents: list[NodeAgent]) -> None:
     provider = FakeProvider()
     agent = start(agents, client, provider)
     pod = client.create_pod(pod_manifest("web"))
@@ -232,7 +233,7 @@ def test_events_from_the_provider_reach_describe(client: StandInNodeClient, agen
     )
     provider.notifier.event(pod.uid, "Bogus", "", "x")  # refused, logged
     wait_for(lambda: "Pulled" in reasons(client, agent, "web"))
-    (pulled,) = [e for e in client.events.values() if e["reason"] == "Pulled"]
+    (pulled,) = [e for e in events_for(client) if e["reason"] == "Pulled"]
     assert pulled["involvedObject"]["fieldPath"] == "spec.containers{app}"
     assert pulled["involvedObject"]["uid"] == pod.uid
     assert "" not in reasons(client, agent, "web")
