@@ -154,6 +154,8 @@ def test_virtual_node_runs_pods_created_with_kubectl(
     port = _free_port()
     node = nodes("--name", "vn-1", "--metrics-port", str(port), "--bind-address", "127.0.0.1")
     wait_for(lambda: node_ready(env, "vn-1"), what="kubectl get nodes: vn-1 Ready")
+    spec = json.loads(kubectl(env, "get", "node", "vn-1", "-o", "json"))["spec"]
+    assert spec["taints"] == [{"key": "podstatus.io/virtual-node", "effect": "NoSchedule"}]
     leases = kubectl(env, "get", "lease", "-n", "kube-node-lease", "-o", "json")
     (lease,) = json.loads(leases)["items"]
     assert lease["spec"]["holderIdentity"] == "vn-1"

@@ -24,6 +24,7 @@ from typing import Any
 
 from .agent import ON_STOP, NodeAgent, NodeGroup
 from .heartbeat import LeaseHeldError
+from .provider import NodeDescription
 from .simulated import SimulatedProvider
 
 __all__ = ["JsonFormatter", "add_parser", "load_provider", "node_names", "run"]
@@ -31,6 +32,14 @@ __all__ = ["JsonFormatter", "add_parser", "load_provider", "node_names", "run"]
 log = logging.getLogger("podstatus.node")
 
 EXIT_LEASE_HELD = 3
+
+# The simulated provider's node in a real cluster: tainted, so the scheduler places only pods that
+# tolerate it (or name the node) there, never a real workload by accident.
+VIRTUAL_NODE = NodeDescription(
+    capacity={"cpu": "64", "memory": "256Gi", "pods": "110"},
+    labels={"type": "podstatus-virtual"},
+    taints=({"key": "podstatus.io/virtual-node", "effect": "NoSchedule"},),
+)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -78,7 +87,7 @@ def node_names(name: str, count: int) -> list[str]:
 def load_provider(spec: str | None, node_name: str, index: int) -> Any:
     """A provider instance for one node: ``module:Class`` (given ``node_name=`` when it takes one)."""
     if spec is None:
-        return SimulatedProvider(seed=index + 1)
+        return SimulatedProvider(seed=index + 1, description=VIRTUAL_NODE)
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"--provider must be module:Class, got {spec!r}")
