@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from nodekit import events_for, make_agent, pod_manifest, wait_for
 
-from podstatus.clients.embedded import EmbeddedClient
+from podstatus.clients.embedded import LEASES, EmbeddedClient
 from podstatus.clients.fake import FakeNodeClient
 from podstatus.errors import GoneError, NotFoundError
 from podstatus.node import FakeProvider, LeaseHeldError, NodeAgent, NodeDescription, NodeGroup
@@ -220,6 +220,21 @@ def test_a_deleted_node_is_registered_again(client: EmbeddedClient, agents: list
     client.delete_node("vn-1")
     wait_for(lambda: _exists(client, "vn-1"), what="re-registration")
     assert node_condition(client.get_node("vn-1"), "Ready")["status"] == "True"
+
+
+def test_a_deleted_node_and_lease_are_noticed_at_the_next_renewal(
+    client: EmbeddedClient, agents: list[NodeAgent]
+) -> None:
+    start(agents, client, FakeProvider())  # status due only every 5 minutes
+    client.delete_node("vn-1")
+    client.store.delete(LEASES, LEASE_NAMESPACE, "vn-1")  # what the garbage collector does
+    wait_for(lambda: _exists(client, "vn-1"), timeout=3, what="re-registration")
+    uid = client.get_node("vn-1")["metadata"]["uid"]
+    wait_for(
+        lambda: client.get_lease(LEASE_NAMESPACE, "vn-1")["metadata"]["ownerReferences"][0]["uid"] == uid,
+        timeout=3,
+        what="the Lease owned by the new Node",
+    )
 
 
 def _exists(client: EmbeddedClient, name: str) -> bool:

@@ -493,7 +493,13 @@ class NodeAgent:
                     if self.lease.lost and not self.lost:
                         self._lose()
                         return
-                if now >= next_status:
+                if self.lease.recreated:
+                    # The Lease vanished (its Node deleted, and the Lease collected with it?): post
+                    # now, which registers the Node again if it is gone.
+                    self.lease.recreated = False
+                    next_status = now + self.node_status_update_frequency
+                    self._post_node_status(force=True)
+                elif now >= next_status:
                     next_status = now + self.node_status_update_frequency
                     self._post_node_status()
                 if not self._notifying and now >= next_poll:

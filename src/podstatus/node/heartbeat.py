@@ -146,6 +146,7 @@ class LeaseKeeper:
         self.supported = True
         # Set by check(take_over=True): the next renewal overwrites a live foreign holder once.
         self._taking_over = False
+        self.recreated = False
 
     def other_holder(self) -> LeaseInfo | None:
         """The live Lease of another agent (or another kubelet) for this node, if there is one."""
@@ -194,8 +195,8 @@ class LeaseKeeper:
         meta["name"] = self.node_name
         meta["namespace"] = LEASE_NAMESPACE
         meta.setdefault("annotations", {})[AGENT_ANNOTATION] = self.identity
-        if self.node_uid and not meta.get("ownerReferences"):
-            # As the kubelet does: the Lease goes when its Node goes.
+        if self.node_uid:
+            # As the kubelet does: the Lease goes when its Node goes (the Node of now: it may be new).
             meta["ownerReferences"] = [
                 {"apiVersion": "v1", "kind": "Node", "name": self.node_name, "uid": self.node_uid}
             ]
@@ -217,6 +218,8 @@ class LeaseKeeper:
                         base = self.client.get_lease(LEASE_NAMESPACE, self.node_name)
                     except NotFoundError:
                         self._lease = self.client.create_lease(LEASE_NAMESPACE, self._body(None))
+                        # Gone after we had one: deleted, or collected with its Node. Look at the Node.
+                        self.recreated = self.renewals > 0
                         self.renewals += 1
                         return True
                     info = lease_info(base)
