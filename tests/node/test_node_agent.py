@@ -356,15 +356,58 @@ def test_no_final_delete_while_the_provider_still_stops_the_pod(
     wait_for(lambda: not _pod_exists(client, "web"), what="the final delete")
 
 
+def test_a_stopped_pod_is_not_deleted_before_the_provider_has_finished(
+    client: EmbeddedClient, agents: list[NodeAgent]
+) -> None:
+    provider = FakeProvider()
+    start(agents, client, provider, provider_timeout=5.0)
+    pod = client.create_pod(pod_manifest("web", terminationGracePeriodSeconds=5))
+    wait_for(lambda: provider.called("create_pod"))
+    provider.set_status(pod.uid, running())
+    wait_for(lambda: client.get_pod("default", "web").status.phase == "Running")
+    provider.hang("delete_pod")  # stopping: the containers end first, then volumes, a VM...
+    client.delete_pod("default", "web", grace_period_seconds=5, uid=pod.uid)
+    wait_for(lambda: provider.called("delete_pod"))
+    done = ContainerStatus(
+        name="app",
+        image="nginx",
+        container_id="containerd://abc",
+        state=ContainerState(terminated=ContainerStateTerminated(exit_code=0, reason="Completed")),
+    )
+    provider.set_status(pod.uid, PodStatus(phase="Succeeded", container_statuses=(done,)))
+    wait_for(lambda: client.get_pod("default", "web").status.phase == "Succeeded")
+    time.sleep(1.5)  # three resync periods: terminal on the server, but not reclaimed yet
+    assert _pod_exists(client, "web")
+    provider.release()
+    wait_for(lambda: not _pod_exists(client, "web"), what="the final delete")
+
+
 def test_restores_ready_after_the_node_controller_flipped_it(
     client: EmbeddedClient, agents: list[NodeAgent]
 ) -> None:
     provider = FakeProvider()
-    start(agents, client, provider)
+    agent = start(agents, client, provider)
     pod = client.create_pod(pod_manifest("web"))
     wait_for(lambda: provider.called("create_pod"))
     provider.set_status(pod.uid, running())
     wait_for(lambda: condition(client.get_pod("default", "web"), "Ready").status == "True")
+    wait_for(lambda: agent.manager.pending_count() == 0)
+    time.sleep(0.6)
+    sent: list[str] = []
+    patch_status, get_pod = client.patch_pod_status, client.get_pod
+
+    def counting_patch(namespace: str, name: str, patch: bytes, **kwargs: Any) -> Any:
+        sent.append(f"patch {patch.decode()}")
+        return patch_status(namespace, name, patch, **kwargs)
+
+    def counting_get(namespace: str, name: str) -> Any:
+        sent.append(f"get {name}")
+        return get_pod(namespace, name)
+
+    client.patch_pod_status = counting_patch  # type: ignore[method-assign]
+    client.get_pod = counting_get  # type: ignore[method-assign]
+    time.sleep(1.2)  # two full resyncs of an idle node: the watch's copy agrees, nothing is sent
+    assert sent == []
     # What the node lifecycle controller does to the pods of a node it thinks is gone.
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     flip = {

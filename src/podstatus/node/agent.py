@@ -57,6 +57,7 @@ from ..types import (
     HostIP,
     Pod,
     PodCondition,
+    PodIP,
     PodStatus,
 )
 from .calls import ProviderCaller, ProviderError, SerialTasks
@@ -253,8 +254,8 @@ class NodeAgent:
         )
         self.recorder = EventRecorder(upkeep, component=event_component, host=node_name)
         self._upkeep = upkeep
-        self.calls = ProviderCaller(provider_timeout, name=f"provider-{node_name}")
-        self._tasks = SerialTasks(name=f"pods-{node_name}")
+        self.calls = ProviderCaller(provider_timeout, workers=32, name=f"provider-{node_name}")
+        self._tasks = SerialTasks(workers=32, name=f"pods-{node_name}")
 
         self.pods = BasicPodManager()
         options = dict(manager_options if manager_options is not None else {"fast_path": True})
@@ -797,7 +798,8 @@ class NodeAgent:
         with state.lock:
             try:
                 complete = self._complete(state, status)
-            except _Garbage as err:
+            except (_Garbage, TypeError, AttributeError, ValueError) as err:
+                # Whatever shape it had, it is the provider's mistake: said, never written.
                 self._refuse(state, f"provider reported an unusable status: {err}")
                 return
             cached = self.manager.get_pod_status(pod_uid)
@@ -852,8 +854,16 @@ class NodeAgent:
         host_ip = next(
             (a.get("address") for a in self._description.addresses if a.get("type") == "InternalIP"), None
         )
+        # The API server keeps podIP and podIPs in step: so do we, or every resync would differ.
+        pod_ip, pod_ips = status.pod_ip, status.pod_ips
+        if pod_ip and not pod_ips:
+            pod_ips = (PodIP(ip=pod_ip),)
+        elif pod_ips and not pod_ip:
+            pod_ip = pod_ips[0].ip
         return status.replace(
             phase=phase,
+            pod_ip=pod_ip,
+            pod_ips=pod_ips,
             conditions=tuple(conditions),
             host_ip=host_ip,
             host_ips=(HostIP(ip=host_ip),) if host_ip else None,
