@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -576,3 +577,29 @@ def test_a_lease_conflict_reads_again_and_renews() -> None:
         assert fake.calls() == [("update", "leases"), ("get", "leases"), ("update", "leases")]
     finally:
         agent.stop()
+
+
+def test_a_hanging_events_api_never_delays_pod_status(
+    client: EmbeddedClient, agents: list[NodeAgent]
+) -> None:
+    release = threading.Event()
+    original = client.create_event
+
+    def hanging(namespace: str, event: Any) -> Any:
+        release.wait(30)
+        return original(namespace, event)
+
+    client.create_event = hanging  # type: ignore[method-assign]
+    provider = FakeProvider()
+    agent = start(agents, client, provider)
+    pod = client.create_pod(pod_manifest("web"))
+    wait_for(lambda: provider.notifier is not None and pod.uid in provider.running)
+    assert provider.notifier is not None
+    began = time.monotonic()
+    for i in range(50):
+        provider.notifier.event(pod.uid, "Normal", "Pulled", f"image {i}")
+    provider.set_status(pod.uid, running())
+    wait_for(lambda: client.get_pod("default", "web").status.phase == "Running", timeout=2)
+    assert time.monotonic() - began < 2
+    release.set()
+    assert agent.recorder.flush(10)
