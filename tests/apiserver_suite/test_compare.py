@@ -1155,3 +1155,77 @@ def test_describe_pod_shows_its_events(
     assert got[0] == "Events:"
     assert any("BackOff" in line and "Back-off restarting" in line for line in got)
     assert any("(x3 over <age>)" in line for line in got)
+
+
+# -- pods/eviction and protobuf request bodies ------------------------------------------------
+
+
+def _evict(ctx: Ctx, name: str, body_name: str | None = None, **options: Any) -> Answer:
+    eviction: dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": body_name or name, "namespace": NS},
+    }
+    if options:
+        eviction["deleteOptions"] = options
+    return ctx.raw.request("POST", ctx.raw.pods_path(name, "eviction"), eviction)
+
+
+def test_eviction(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """No PodDisruptionBudget: an eviction is a graceful delete with its DeleteOptions."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, uid = ctx.pod()
+        other, _ = ctx.pod()
+        missing = unique("missing")
+        ctx.secrets[missing] = "<missing>"
+        return [
+            ctx.error(_evict(ctx, name, preconditions={"uid": ZERO_UID})),
+            ctx.error(_evict(ctx, name, body_name=other)),
+            ctx.error(_evict(ctx, name, gracePeriodSeconds=20, preconditions={"uid": uid})),
+            ctx.pod_summary(ctx.raw.get_pod(name)),
+            ctx.error(_evict(ctx, missing)),
+        ]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0]["code"] == 409
+    assert got[1]["code"] == 400
+    assert got[2] == {"code": 201, "body": {"kind": "Status", "status": "Success", "code": 201}}
+    assert (got[3]["deletionTimestamp"], got[3]["deletionGracePeriodSeconds"]) == (True, 20)
+    assert got[4]["code"] == 404
+
+
+def _pb_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _pb(number: int, payload: bytes) -> bytes:
+    return _pb_varint(number << 3 | 2) + _pb_varint(len(payload)) + payload
+
+
+def test_protobuf_request_bodies(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """A protobuf Pod and protobuf DeleteOptions (what client-go sends) are read; garbage is a 400."""
+    pb = "application/vnd.kubernetes.protobuf"
+
+    def scenario(ctx: Ctx) -> Any:
+        name = unique("cmp")
+        ctx.secrets[name] = "<name0>"
+        container = _pb(1, b"app") + _pb(2, IMAGE.encode())
+        spec = _pb(2, container) + _pb(10, NODE.encode())
+        meta = _pb(1, name.encode()) + _pb(3, NS.encode()) + _pb(11, _pb(1, b"app") + _pb(2, b"pb"))
+        body = b"k8s\x00" + _pb(1, _pb(1, b"v1") + _pb(2, b"Pod")) + _pb(2, _pb(1, meta) + _pb(2, spec))
+        created = ctx.raw.request("POST", ctx.raw.pods_path(), body, content_type=pb)
+        labels = created.body.get("metadata", {}).get("labels") if isinstance(created.body, dict) else None
+        # DeleteOptions: gracePeriodSeconds = 0 (field 1, a varint).
+        opts = b"k8s\x00" + _pb(1, _pb(1, b"v1") + _pb(2, b"DeleteOptions")) + _pb(2, b"\x08\x00")
+        deleted = ctx.raw.request("DELETE", ctx.raw.pods_path(name), opts, content_type=pb)
+        garbage = ctx.raw.request("POST", ctx.raw.pods_path(), b"k8s\x00\xff\xff", content_type=pb)
+        return [created.code, labels, deleted.code, ctx.raw.get_pod(name).code, garbage.code]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got == [201, {"app": "pb"}, 200, 404, 400]
