@@ -188,7 +188,7 @@ def test_sigterm_with_cordon_marks_the_node_unschedulable(
     spec = json.loads(kubectl(env, "get", "node", "vn-7", "-o", "json"))["spec"]
     assert spec.get("unschedulable") is True
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    assert any(line["msg"].startswith("node cordoned") for line in lines)
+    assert any(line["msg"].startswith("node cordoned") and line.get("node") == "vn-7" for line in lines)
 
 
 def test_a_second_agent_for_the_same_node_refuses_to_start(

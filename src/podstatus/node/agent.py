@@ -63,11 +63,17 @@ from ..types import (
 from .calls import ProviderCaller, ProviderError, SerialTasks
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .heartbeat import LeaseHeldError, LeaseKeeper, NodeStatusReporter, build_node, utcnow
+from .logs import log_fields
 from .provider import NodeDescription, pending_status
 
 __all__ = ["LeaseHeldError", "NodeAgent", "NodeGroup", "PodWatcher"]
 
 log = logging.getLogger(__name__)
+
+
+def _log(level: int, message: str, **fields: Any) -> None:
+    log_fields(log, level, message, **fields)
+
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 ON_STOP = ("leave", "cordon")
@@ -317,15 +323,18 @@ class NodeAgent:
                 self.calls.call("notify_pods", notify, _Notifier(self))
                 self._notifying = True
             except ProviderError as err:
-                log.error(
-                    "provider cannot notify; polling its pod status node=%s error=%s", self.node_name, err
+                _log(
+                    logging.ERROR,
+                    "provider cannot notify; polling its pod status",
+                    node=self.node_name,
+                    error=err,
                 )
         try:
             running = list(self.calls.call("get_pods", self.provider.get_pods) or ())
             self._provider_pods = {p.uid: p for p in running if isinstance(p, Pod)}
             self._provider_uids = set(self._provider_pods)
         except ProviderError as err:
-            log.error("provider could not list its pods node=%s error=%s", self.node_name, err)
+            _log(logging.ERROR, "provider could not list its pods", node=self.node_name, error=err)
         self._stop.clear()
         self.recorder.start()
         self.manager.start()
@@ -339,11 +348,12 @@ class NodeAgent:
         self._threads.append(t)
         if self._watcher is not None:
             self._watcher.start()
-        log.info(
-            "node agent started node=%s identity=%s providerPods=%d",
-            self.node_name,
-            self.identity,
-            len(self._provider_uids),
+        _log(
+            logging.INFO,
+            "node agent started",
+            node=self.node_name,
+            identity=self.identity,
+            providerPods=len(self._provider_uids),
         )
 
     def stop(self, on_stop: str = "leave", timeout: float = 5.0) -> None:
@@ -368,11 +378,11 @@ class NodeAgent:
             try:
                 self.calls.call("close", close)
             except ProviderError as err:
-                log.warning("provider close failed node=%s error=%s", self.node_name, err)
+                _log(logging.WARNING, "provider close failed", node=self.node_name, error=err)
         self._tasks.close()
         self.calls.close()
         self._started = False
-        log.info("node agent stopped node=%s onStop=%s", self.node_name, on_stop)
+        _log(logging.INFO, "node agent stopped", node=self.node_name, onStop=on_stop)
 
     def cordon(self) -> None:
         try:
@@ -383,9 +393,9 @@ class NodeAgent:
                 "NodeNotSchedulable",
                 f"Node {self.node_name} status is now: NodeNotSchedulable",
             )
-            log.info("node cordoned node=%s", self.node_name)
+            _log(logging.INFO, "node cordoned", node=self.node_name)
         except (ApiError, AttributeError) as err:
-            log.error("could not cordon the node node=%s error=%s", self.node_name, err)
+            _log(logging.ERROR, "could not cordon the node", node=self.node_name, error=err)
 
     # -- the Node ------------------------------------------------------------------------
 
@@ -393,13 +403,14 @@ class NodeAgent:
         try:
             description = self.calls.call("node_description", self.provider.node_description)
         except ProviderError as err:
-            log.error("provider could not describe the node node=%s error=%s", self.node_name, err)
+            _log(logging.ERROR, "provider could not describe the node", node=self.node_name, error=err)
             return self._description
         if not isinstance(description, NodeDescription):
-            log.error(
-                "provider described the node with %s, not a NodeDescription node=%s",
-                type(description).__name__,
-                self.node_name,
+            _log(
+                logging.ERROR,
+                "provider described the node with something that is not a NodeDescription",
+                node=self.node_name,
+                got=type(description).__name__,
             )
             return self._description
         return description
@@ -410,7 +421,7 @@ class NodeAgent:
         try:
             created = self._upkeep.create_node(node)
             self._node_uid = str((created.get("metadata") or {}).get("uid") or "")
-            log.info("node registered node=%s", self.node_name)
+            _log(logging.INFO, "node registered", node=self.node_name)
             self.recorder.event(
                 ObjectRef.for_node(self.node_name, self._node_uid),
                 NORMAL,
@@ -426,7 +437,7 @@ class NodeAgent:
         try:
             existing = self._upkeep.get_node(self.node_name)
         except AttributeError:
-            log.info("node exists; the client cannot read it node=%s", self.node_name)
+            _log(logging.INFO, "node exists; the client cannot read it", node=self.node_name)
             return
         self._node_uid = str((existing.get("metadata") or {}).get("uid") or "")
         self.node_status.adopt(existing)
@@ -438,8 +449,8 @@ class NodeAgent:
                     self.node_name, msgspec.json.encode({"metadata": {"labels": missing}})
                 )
             except (ApiError, AttributeError) as err:
-                log.warning("could not update the node's labels node=%s error=%s", self.node_name, err)
-        log.info("node adopted node=%s uid=%s", self.node_name, self._node_uid)
+                _log(logging.WARNING, "could not update the node's labels", node=self.node_name, error=err)
+        _log(logging.INFO, "node adopted", node=self.node_name, uid=self._node_uid)
 
     def _post_node_status(self, *, force: bool = False) -> None:
         error: str | None = None
@@ -453,7 +464,7 @@ class NodeAgent:
         was_ready = self._ready_error is None
         self._ready_error = error
         if error is not None and was_ready:
-            log.error("provider is not healthy: node not ready node=%s error=%s", self.node_name, error)
+            _log(logging.ERROR, "provider is not healthy: node not ready", node=self.node_name, error=error)
         if not force and not self.node_status.due(self._description, error):
             return
         status = self.node_status.build(self._description, error)
@@ -461,22 +472,22 @@ class NodeAgent:
         try:
             self._upkeep.patch_node_status(self.node_name, body)
         except NotFoundError:
-            log.warning("the node is gone; registering it again node=%s", self.node_name)
+            _log(logging.WARNING, "the node is gone; registering it again", node=self.node_name)
             try:
                 self.node_status.forget()
                 self.register_node()
                 self.lease.node_uid = self._node_uid
                 self._upkeep.patch_node_status(self.node_name, body)
             except ApiError as err:
-                log.error("could not register the node again node=%s error=%s", self.node_name, err)
+                _log(logging.ERROR, "could not register the node again", node=self.node_name, error=err)
                 return
         except ApiError as err:
-            log.warning("failed to post node status node=%s error=%s", self.node_name, err)
+            _log(logging.WARNING, "failed to post node status", node=self.node_name, error=err)
             return
         except AttributeError:
             # A client with pods only (a test harness): the node lives by its registration alone.
             if not self._no_status_api:
-                log.warning("the client cannot post node status node=%s", self.node_name)
+                _log(logging.WARNING, "the client cannot post node status", node=self.node_name)
             self._no_status_api = True
             return
         self.node_status.posted(self._description, error)
@@ -519,12 +530,12 @@ class NodeAgent:
                     self._poll()
                 self._retry_due(now)
             except Exception:
-                log.exception("housekeeping failed node=%s; it goes on", self.node_name)
+                log.exception("housekeeping failed, it goes on node=%s", self.node_name)
 
     def _lose(self) -> None:
         """Another agent took the node over: stop writing anything for it."""
         self.lost = True
-        log.error("another agent took this node over; stopping node=%s", self.node_name)
+        _log(logging.ERROR, "another agent took this node over; stopping", node=self.node_name)
         self._stop.set()
         if self._watcher is not None:
             self._watcher.stop()
@@ -559,7 +570,9 @@ class NodeAgent:
             # Pods the provider runs that the API server no longer has: orphans, stop them.
             for uid, pod in self._provider_pods.items():
                 if uid not in seen:
-                    log.info("stopping a pod the API server no longer has pod=%s podUID=%s", pod.key(), uid)
+                    _log(
+                        logging.INFO, "stopping a pod the API server no longer has", pod=pod.key(), podUID=uid
+                    )
                     self._tasks.submit(uid, self._provider_delete, pod, 0)
 
     def handle_pod_event(self, kind: str, pod: Pod) -> None:
@@ -636,7 +649,7 @@ class NodeAgent:
         try:
             self.manager.set_pod_status(state.pod, state.pod.status)
         except InvalidObjectError as err:
-            log.warning("cannot adopt the server's status pod=%s error=%s", state.pod.key(), err)
+            _log(logging.WARNING, "cannot adopt the server's status", pod=state.pod.key(), error=err)
 
     def _admit(self, state: _PodState) -> bool:
         """The kubelet's pods-capacity admission; a pod that does not fit is failed, not run."""
@@ -655,8 +668,13 @@ class NodeAgent:
         state.rejected = True
         state.stopped = True
         pod = state.pod
-        log.warning(
-            "pod rejected at admission pod=%s podUID=%s reason=%s %s", pod.key(), pod.uid, reason, message
+        _log(
+            logging.WARNING,
+            "pod rejected at admission",
+            pod=pod.key(),
+            podUID=pod.uid,
+            reason=reason,
+            detail=message,
         )
         self.recorder.event(ObjectRef.for_pod(pod), WARNING, reason, message)
         status = PodStatus(
@@ -668,7 +686,7 @@ class NodeAgent:
         try:
             self.manager.set_pod_status(pod, status)
         except InvalidObjectError as err:
-            log.error("could not fail a rejected pod pod=%s error=%s", pod.key(), err)
+            _log(logging.ERROR, "could not fail a rejected pod", pod=pod.key(), error=err)
         return False
 
     def _forget(self, pod: Pod) -> None:
@@ -698,12 +716,13 @@ class NodeAgent:
                 state.create_failures += 1
                 delay = min(self.create_retry_max, 2.0 ** (state.create_failures - 1))
                 state.retry_at = time.monotonic() + delay
-                log.error(
-                    "provider could not create the pod pod=%s podUID=%s retryIn=%.0fs error=%s",
-                    pod.key(),
-                    uid,
-                    delay,
-                    err,
+                _log(
+                    logging.ERROR,
+                    "provider could not create the pod",
+                    pod=pod.key(),
+                    podUID=uid,
+                    retryIn=f"{delay:.0f}s",
+                    error=err,
                 )
                 self.recorder.event(
                     ObjectRef.for_pod(pod), WARNING, "FailedCreatePodSandBox", f"Failed to create pod: {err}"
@@ -724,7 +743,7 @@ class NodeAgent:
         try:
             status = self.calls.call("get_pod_status", self.provider.get_pod_status, state.pod)
         except ProviderError as err:
-            log.warning("provider could not report pod status pod=%s error=%s", state.pod.key(), err)
+            _log(logging.WARNING, "provider could not report pod status", pod=state.pod.key(), error=err)
             return
         if status is not None:
             self.report(uid, status)
@@ -736,7 +755,7 @@ class NodeAgent:
         try:
             self.calls.call("update_pod", self.provider.update_pod, state.pod)
         except ProviderError as err:
-            log.warning("provider could not update the pod pod=%s error=%s", state.pod.key(), err)
+            _log(logging.WARNING, "provider could not update the pod", pod=state.pod.key(), error=err)
             self.recorder.event(ObjectRef.for_pod(state.pod), WARNING, "FailedUpdate", str(err))
 
     def _republish(self, uid: str) -> None:
@@ -784,7 +803,7 @@ class NodeAgent:
                 "delete_pod", self.provider.delete_pod, pod, grace, timeout=grace + self.provider_timeout
             )
         except ProviderError as err:
-            log.error("provider could not stop the pod pod=%s podUID=%s error=%s", pod.key(), pod.uid, err)
+            _log(logging.ERROR, "provider could not stop the pod", pod=pod.key(), podUID=pod.uid, error=err)
             self.recorder.event(ObjectRef.for_pod(pod), WARNING, "FailedKillPod", f"error killing pod: {err}")
 
     # -- reports from the provider ---------------------------------------------------------------
@@ -794,10 +813,10 @@ class NodeAgent:
     ) -> None:
         state = self._states.get(pod_uid)
         if state is None:
-            log.debug("event for a pod the agent does not know podUID=%s reason=%s", pod_uid, reason)
+            _log(logging.DEBUG, "event for a pod the agent does not know", podUID=pod_uid, reason=reason)
             return
         if type not in (NORMAL, WARNING) or not isinstance(reason, str) or not reason:
-            log.error("provider sent an invalid event podUID=%s type=%r reason=%r", pod_uid, type, reason)
+            _log(logging.ERROR, "provider sent an invalid event", podUID=pod_uid, type=type, reason=reason)
             return
         self.recorder.event(ObjectRef.for_pod(state.pod, field_path), type, reason, str(message))
 
@@ -825,7 +844,7 @@ class NodeAgent:
                 self._refuse(state, f"provider reported an invalid status: {err}")
 
     def _refuse(self, state: _PodState, message: str) -> None:
-        log.error("%s pod=%s podUID=%s", message, state.pod.key(), state.pod.uid)
+        _log(logging.ERROR, message, pod=state.pod.key(), podUID=state.pod.uid)
         self.recorder.event(ObjectRef.for_pod(state.pod), WARNING, "ProviderError", message)
 
     def _complete(self, state: _PodState, status: Any) -> PodStatus:
@@ -977,11 +996,11 @@ class PodWatcher:
                     self.handler.handle_pod_event(kind, pod)
                 delay = 0.2
             except GoneError:
-                log.info("pod watch expired (410); listing again selector=%s", self.field_selector)
+                _log(logging.INFO, "pod watch expired (410); listing again", selector=self.field_selector)
                 resource_version = None
             except ApiError as err:
                 self.errors += 1
-                log.warning("pod watch failed, retrying in %.1fs: %s", delay, err)
+                _log(logging.WARNING, "pod watch failed", retryIn=f"{delay:.1f}s", error=err)
                 self._stop.wait(delay)
                 delay = min(delay * 2, 5.0)
                 resource_version = None

@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from ..errors import ApiError, ConflictError, NotFoundError
+from .logs import log_fields
 from .provider import NodeDescription
 
 __all__ = [
@@ -36,6 +37,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+def _log(level: int, message: str, **fields: Any) -> None:
+    log_fields(log, level, message, **fields)
+
 
 LEASE_NAMESPACE = "kube-node-lease"
 # holderIdentity is the node's name (what the kubelet writes and the control plane expects); which
@@ -174,11 +180,12 @@ class LeaseKeeper:
         who = other.agent or other.holder
         if take_over:
             self._taking_over = True
-            log.warning(
-                "taking over the node's lease from a live holder node=%s holder=%s expiresIn=%.0fs",
-                self.node_name,
-                who,
-                other.expires_in(self.clock()),
+            _log(
+                logging.WARNING,
+                "taking over the node's lease from a live holder",
+                node=self.node_name,
+                holder=who,
+                expiresIn=f"{other.expires_in(self.clock()):.0f}s",
             )
             return
         raise LeaseHeldError(
@@ -227,8 +234,11 @@ class LeaseKeeper:
                     if foreign and info.live(self.clock()) and not self._taking_over:
                         # Someone took the node over: stop renewing, the agent stops driving it.
                         self.lost = True
-                        log.error(
-                            "the node's lease was taken over node=%s holder=%s", self.node_name, info.agent
+                        _log(
+                            logging.ERROR,
+                            "the node's lease was taken over",
+                            node=self.node_name,
+                            holder=info.agent,
                         )
                         return False
                 try:
@@ -243,7 +253,7 @@ class LeaseKeeper:
             self._unsupported()
             return False
         except ApiError as err:
-            log.warning("failed to renew the node's lease node=%s error=%s", self.node_name, err)
+            _log(logging.WARNING, "failed to renew the node's lease", node=self.node_name, error=err)
             self._lease = None
             return False
 
@@ -256,7 +266,7 @@ class LeaseKeeper:
             lease["metadata"]["annotations"][AGENT_ANNOTATION] = ""
             self.client.update_lease(LEASE_NAMESPACE, self.node_name, lease)
         except (ApiError, AttributeError) as err:
-            log.info("could not release the node's lease node=%s error=%s", self.node_name, err)
+            _log(logging.INFO, "could not release the node's lease", node=self.node_name, error=err)
 
     def _unsupported(self) -> None:
         if self.supported:
