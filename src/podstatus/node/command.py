@@ -181,13 +181,23 @@ def run(args: argparse.Namespace) -> int:
 
     metrics = Metrics()
     counter = RequestCounter(metrics.count_request)
-    client = _client(args, counter)
     names = node_names(args.name, args.nodes)
+    # Providers first: a typo in --provider is reported before anything touches the cluster.
+    providers = [load_provider(args.provider, name, i) for i, name in enumerate(names)]
+    try:
+        client = _client(args, counter)
+    except Exception as err:  # kubernetes.config's ConfigException and friends
+        if isinstance(err, ValueError | OSError):
+            raise
+        raise ValueError(f"cannot load the cluster's configuration: {err}") from err
     options: dict[str, Any] = {} if args.kubelet_mode else {"fast_path": True}
+    if args.nodes > 1 and not args.kubelet_mode:
+        # Many nodes in one process: one sync worker each is plenty, and keeps the thread count sane.
+        options["workers"] = 1
     agents = [
         NodeAgent(
             client,
-            load_provider(args.provider, name, i),
+            providers[i],
             name,
             take_over=args.take_over,
             manager_options=options,
