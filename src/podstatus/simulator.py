@@ -152,7 +152,13 @@ class NodeAgent:
         return self.agent.watch_events
 
     def register_node(self) -> None:
-        """Nothing to do: :meth:`start` registers (or adopts) the Node after checking its Lease."""
+        """Register the Node now (again, when it vanished); before :meth:`start`, nothing to do.
+
+        :meth:`start` registers (or adopts) the Node itself, after checking its Lease. The
+        agent also registers a vanished Node again on its own, at its next status post.
+        """
+        if self.agent._started:
+            self.agent.register_node()
 
     def start(self) -> None:
         self.agent.start()

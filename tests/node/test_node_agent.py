@@ -603,3 +603,19 @@ def test_a_hanging_events_api_never_delays_pod_status(
     assert time.monotonic() - began < 2
     release.set()
     assert agent.recorder.flush(10)
+
+
+def test_simulated_node_registers_again_when_asked_after_the_node_vanished(client: EmbeddedClient) -> None:
+    from podstatus.simulator import NodeAgent as SimulatedNode
+
+    sim = SimulatedNode(client, "sim-1")
+    sim.register_node()  # before start: start does it, after the Lease check
+    with pytest.raises(NotFoundError):
+        client.get_node("sim-1")
+    sim.start()
+    try:
+        client.delete_node("sim-1")
+        sim.register_node()
+        assert client.get_node("sim-1")["metadata"]["name"] == "sim-1"
+    finally:
+        sim.stop()
