@@ -13,6 +13,7 @@ from nodekit import events_for, make_agent, pod_manifest, wait_for
 from test_node_agent import running
 
 from podstatus.clients.embedded import EmbeddedClient
+from podstatus.errors import ServiceUnavailableError
 from podstatus.node import FakeProvider, NodeAgent, NodeDescription
 from podstatus.node.provider import pending_status
 from podstatus.server.http import EmbeddedApiServer
@@ -238,3 +239,31 @@ def test_events_from_the_provider_reach_describe(client: EmbeddedClient, agents:
     assert pulled["involvedObject"]["uid"] == pod.uid
     assert "" not in reasons(client, agent, "web")
     logging.getLogger().info("done")
+
+
+def test_a_stopped_pod_reported_running_again_is_refused(
+    client: EmbeddedClient, agents: list[NodeAgent], caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = FakeProvider()
+    agent = start(agents, client, provider)
+    pod = client.create_pod(pod_manifest("web"))
+    wait_for(lambda: pod.uid in provider.running)
+    provider.set_status(pod.uid, running())
+    wait_for(lambda: client.get_pod("default", "web").status.phase == "Running")
+    delete = client.delete_pod
+
+    def no_final_delete(namespace: str, name: str, *, grace_period_seconds: Any, uid: Any) -> None:
+        if grace_period_seconds == 0:
+            raise ServiceUnavailableError("etcd is slow today")  # keeps the pod, and our state of it
+        delete(namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
+
+    client.delete_pod = no_final_delete  # type: ignore[method-assign]
+    client.delete_pod("default", "web", grace_period_seconds=1, uid=pod.uid)
+    wait_for(lambda: agent.pod_states()[pod.uid].stopped)
+    wait_for(lambda: client.get_pod("default", "web").status.phase in ("Succeeded", "Failed"))
+    caplog.clear()
+    provider.set_status(pod.uid, running())  # a late, wrong report after the stop
+    assert "running in a pod it has stopped" in caplog.text
+    time.sleep(0.3)
+    states = client.get_pod("default", "web").status.container_statuses
+    assert states is not None and states[0].state.running is None

@@ -833,6 +833,12 @@ class NodeAgent:
                 self._refuse(state, f"provider reported an unusable status: {err}")
                 return
             cached = self.manager.get_pod_status(pod_uid)
+            if state.stopped and any(
+                cs.state.running is not None
+                for cs in (*(complete.init_container_statuses or ()), *(complete.container_statuses or ()))
+            ):
+                self._refuse(state, "provider reported a container running in a pod it has stopped")
+                return
             problem = check_container_state_transition(cached or state.pod.status, complete, state.pod.spec)
             if problem is not None:
                 self._refuse(state, f"provider reported an impossible transition: {problem}")
