@@ -388,7 +388,7 @@ class NodeAgent:
         try:
             self._upkeep.patch_node(self.node_name, msgspec.json.encode({"spec": {"unschedulable": True}}))
             self.recorder.event(
-                ObjectRef.for_node(self.node_name, self._node_uid),
+                ObjectRef.for_node(self.node_name),
                 NORMAL,
                 "NodeNotSchedulable",
                 f"Node {self.node_name} status is now: NodeNotSchedulable",
@@ -422,12 +422,6 @@ class NodeAgent:
             created = self._upkeep.create_node(node)
             self._node_uid = str((created.get("metadata") or {}).get("uid") or "")
             _log(logging.INFO, "node registered", node=self.node_name)
-            self.recorder.event(
-                ObjectRef.for_node(self.node_name, self._node_uid),
-                NORMAL,
-                "RegisteredNode",
-                f"Node {self.node_name} registered",
-            )
             return
         except ConflictError:
             pass
@@ -494,7 +488,7 @@ class NodeAgent:
         ready = error is None
         if ready != was_ready or force:
             self.recorder.event(
-                ObjectRef.for_node(self.node_name, self._node_uid),
+                ObjectRef.for_node(self.node_name),
                 NORMAL,
                 "NodeReady" if ready else "NodeNotReady",
                 f"Node {self.node_name} status is now: {'NodeReady' if ready else 'NodeNotReady'}",
