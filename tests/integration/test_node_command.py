@@ -168,9 +168,10 @@ def test_virtual_node_runs_pods_created_with_kubectl(
     described = kubectl(env, "describe", "pod", "web")
     for reason in ("Pulling", "Pulled", "Created", "Started"):
         assert reason in described, described
-    health = urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10)
-    assert health.status == 200
-    metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as health:
+        assert health.status == 200
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        metrics = answer.read().decode()
     assert 'podstatus_api_requests_total{verb="patch"}' in metrics
     kubectl(env, "delete", "pod", "web", "--wait=true", "--timeout=30s")
     code, out, err = node.stop()

@@ -67,3 +67,42 @@ def test_json_log_lines_carry_the_fields() -> None:
     assert line["level"] == "warning"
     assert line["msg"] == "pod rejected at admission pod=default/c reason=OutOfpods"
     assert line["pod"] == "default/c" and line["reason"] == "OutOfpods"
+
+
+def test_health_endpoint_follows_the_agents() -> None:
+    import urllib.error
+    import urllib.request
+
+    from podstatus.node.command import serve_endpoints
+
+    healthy = [True]
+    server = serve_endpoints("127.0.0.1", 0, lambda: healthy[0], lambda: b"podstatus_x 1\n")
+    port = server.server_address[1]
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
+            assert answer.status == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            assert b"podstatus_x" in answer.read()
+        healthy[0] = False
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        assert err.value.code == 503
+        err.value.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_agent_that_lost_its_node_is_unhealthy() -> None:
+    from podstatus.clients.fake import FakeNodeClient
+    from podstatus.node import FakeProvider, NodeAgent
+
+    agent = NodeAgent(FakeNodeClient(), FakeProvider(), "vn-1", housekeeping_interval=0.05)
+    assert not agent.healthy()  # not started
+    agent.start()
+    try:
+        assert agent.healthy()
+        agent.lost = True
+        assert not agent.healthy()
+    finally:
+        agent.stop()
