@@ -124,6 +124,16 @@ def test_lease_is_held_by_the_node_and_renewed(client: EmbeddedClient, agents: l
     )
 
 
+def test_a_hanging_provider_never_delays_the_lease(client: EmbeddedClient, agents: list[NodeAgent]) -> None:
+    provider = FakeProvider()
+    agent = start(agents, client, provider, provider_timeout=3.0)
+    provider.hang("ping")  # the node status check now waits 3 s per try
+    before = agent.lease.renewals
+    time.sleep(1.5)
+    assert agent.lease.renewals >= before + 4  # every 0.2 s all the same
+    provider.release()
+
+
 def _foreign_lease(client: EmbeddedClient, renewed: datetime) -> None:
     client.create_lease(
         LEASE_NAMESPACE,

@@ -343,9 +343,10 @@ class NodeAgent:
         self.recorder.event(
             ObjectRef.for_node(self.node_name), NORMAL, "Starting", "Starting podstatus node agent."
         )
-        t = threading.Thread(target=self._housekeeping, name=f"housekeeping-{self.node_name}", daemon=True)
-        t.start()
-        self._threads.append(t)
+        for target, name in ((self._housekeeping, "housekeeping"), (self._lease_loop, "lease")):
+            t = threading.Thread(target=target, name=f"{name}-{self.node_name}", daemon=True)
+            t.start()
+            self._threads.append(t)
         if self._watcher is not None:
             self._watcher.start()
         _log(
@@ -496,20 +497,24 @@ class NodeAgent:
 
     # -- housekeeping ----------------------------------------------------------------------
 
+    def _lease_loop(self) -> None:
+        """Its own thread: a provider that hangs (ping, describe) must never delay the heartbeat."""
+        while not self._stop.wait(self.lease_renew_interval):
+            try:
+                self.lease.renew()
+            except Exception:
+                log.exception("lease renewal failed, it goes on node=%s", self.node_name)
+            if self.lease.lost and not self.lost:
+                self._lose()
+                return
+
     def _housekeeping(self) -> None:
-        next_lease = time.monotonic() + self.lease_renew_interval
         next_status = time.monotonic() + self.node_status_update_frequency
         next_poll = time.monotonic() + self.status_poll_interval
         while not self._stop.wait(self.housekeeping_interval):
             now = time.monotonic()
             self.last_housekeeping = now
             try:
-                if now >= next_lease:
-                    next_lease = now + self.lease_renew_interval
-                    self.lease.renew()
-                    if self.lease.lost and not self.lost:
-                        self._lose()
-                        return
                 if self.lease.recreated:
                     # The Lease vanished (its Node deleted, and the Lease collected with it?): post
                     # now, which registers the Node again if it is gone.
