@@ -1,4 +1,4 @@
-"""The ``podstatus`` command: ``serve`` an embedded API server, ``simulate`` a node.
+"""The ``podstatus`` command: ``serve`` an embedded API server, ``simulate`` a node, run virtual ``node``s.
 
 ``podstatus simulate`` is the main job: a node agent whose containers are
 simulated and whose pod status goes through the real status manager to a
@@ -95,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--delete-fraction", type=float, default=0.3, help="share of long-running pods deleted midway"
     )
     sim.add_argument("--no-progress", action="store_true", help="no live progress display")
+
+    from .node.command import add_parser as add_node_parser
+
+    add_node_parser(sub)
     return parser
 
 
@@ -111,6 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return cmd_serve(args)
+        if args.command == "node":
+            from .node.command import run as cmd_node
+
+            return cmd_node(args)
         return cmd_simulate(args)
     except (InvalidObjectError, ValueError, OSError) as err:
         Console(stderr=True).print(f"[bold red]error:[/] {err}")
