@@ -150,6 +150,8 @@ def validate_status(status: Any, known: PodStatus | None = None) -> None:
     very same objects (a status built with ``replace`` shares them) are not
     checked again.
     """
+    if _looks_valid(status, known):
+        return
     try:
         _validate_status(status, known)
     except InvalidObjectError:
@@ -157,6 +159,135 @@ def validate_status(status: Any, known: PodStatus | None = None) -> None:
     except (TypeError, AttributeError, ValueError) as err:
         # A shape the precise checks did not foresee: still bad input, never a crash.
         raise InvalidObjectError(f"invalid PodStatus: {type(err).__name__}: {err}", path="status") from None
+
+
+# --- the quick check: exact types, no paths built; False sends the status to the precise check
+
+
+def _is_opt_str(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _state_ok(state: Any) -> bool:
+    if state is None:
+        return True
+    if type(state) is not ContainerState:
+        return False
+    running = state.running
+    if running is not None:
+        t = running.started_at
+        if t is not None and type(t) is not datetime:
+            return False
+    term = state.terminated
+    if term is None:
+        return True
+    if type(term) is not ContainerStateTerminated:
+        return False
+    code = term.exit_code
+    if type(code) is not int or not -_INT32_MAX - 1 <= code <= _INT32_MAX:
+        return False
+    t1, t2 = term.started_at, term.finished_at
+    return (
+        _is_opt_str(term.message)
+        and _is_opt_str(term.reason)
+        and (t1 is None or type(t1) is datetime)
+        and (t2 is None or type(t2) is datetime)
+    )
+
+
+def _container_statuses_ok(statuses: Any, known: Any) -> bool:
+    if statuses is None or statuses is known:
+        return True
+    if type(statuses) is not tuple and type(statuses) is not list:
+        return False
+    names = set()
+    n_known = len(known) if known is not None else 0
+    for i, cs in enumerate(statuses):
+        if type(cs) is not ContainerStatus:
+            return False
+        name = cs.name
+        if type(name) is not str or not name or name in names:
+            return False
+        names.add(name)
+        if i < n_known and cs is known[i]:
+            continue
+        count = cs.restart_count
+        started = cs.started
+        if (
+            type(cs.ready) is not bool
+            or type(count) is not int
+            or not 0 <= count <= _INT32_MAX
+            or (started is not None and type(started) is not bool)
+            or not _is_opt_str(cs.container_id)
+            or not _is_opt_str(cs.image)
+            or not _state_ok(cs.state)
+            or not _state_ok(cs.last_state)
+        ):
+            return False
+    return len(names) == len(statuses)
+
+
+def _looks_valid(status: Any, known: PodStatus | None) -> bool:
+    """True only if :func:`_validate_status` would pass; a cheap pass over the same rules.
+
+    It checks exact types (``type(x) is str``) where the precise check allows subclasses,
+    so anything unusual takes the precise (slower) path, which decides.
+    """
+    if type(status) is not PodStatus:
+        return False
+    if status is known:
+        return True
+    start = status.start_time
+    if not (
+        _is_opt_str(status.phase)
+        and _is_opt_str(status.message)
+        and _is_opt_str(status.reason)
+        and _is_opt_str(status.pod_ip)
+        and _is_opt_str(status.host_ip)
+        and (start is None or type(start) is datetime)
+    ):
+        return False
+    conditions = status.conditions
+    known_conditions = known.conditions if known is not None else None
+    if conditions is not None and conditions is not known_conditions:
+        if type(conditions) is not tuple and type(conditions) is not list:
+            return False
+        n_known = len(known_conditions) if known_conditions is not None else 0
+        for i, c in enumerate(conditions):
+            if i < n_known and c is known_conditions[i]:  # type: ignore[index]
+                continue
+            if type(c) is not PodCondition:
+                return False
+            ctype, cstatus, t1, t2 = c.type, c.status, c.last_transition_time, c.last_probe_time
+            if (
+                type(ctype) is not str
+                or not ctype
+                or type(cstatus) is not str
+                or cstatus not in VALID_CONDITION_STATUSES
+                or not _is_opt_str(c.reason)
+                or not _is_opt_str(c.message)
+                or (t1 is not None and type(t1) is not datetime)
+                or (t2 is not None and type(t2) is not datetime)
+            ):
+                return False
+    for ips, cls in ((status.pod_ips, PodIP), (status.host_ips, HostIP)):
+        if ips is not None:
+            if type(ips) is not tuple and type(ips) is not list:
+                return False
+            for ip in ips:
+                if type(ip) is not cls or type(ip.ip) is not str:
+                    return False
+    if known is None:
+        return (
+            _container_statuses_ok(status.container_statuses, None)
+            and _container_statuses_ok(status.init_container_statuses, None)
+            and _container_statuses_ok(status.ephemeral_container_statuses, None)
+        )
+    return (
+        _container_statuses_ok(status.container_statuses, known.container_statuses)
+        and _container_statuses_ok(status.init_container_statuses, known.init_container_statuses)
+        and _container_statuses_ok(status.ephemeral_container_statuses, known.ephemeral_container_statuses)
+    )
 
 
 def _validate_status(status: Any, known: PodStatus | None) -> None:
@@ -363,6 +494,62 @@ def normalize_status(spec: PodSpec, status: PodStatus, known: PodStatus | None =
         if value is not None and type(value) is not tuple:
             changes[attr] = tuple(value)
     return status.replace(**changes) if changes else status
+
+
+def _share_items(items: Any, known: Any) -> Any:
+    """``items`` with each element equal to ``known``'s at the same index replaced by that one."""
+    if items is None or known is None or items is known:
+        return items
+    if type(items) is tuple and items == known:
+        return known
+    n = len(known)
+    out = None
+    for i, x in enumerate(items):
+        if i < n:
+            k = known[i]
+            if x is not k and x == k:
+                if out is None:
+                    out = list(items)
+                out[i] = k
+    if out is None:
+        return items
+    return tuple(out) if type(items) is tuple else out
+
+
+def share_equal_parts(status: PodStatus, known: PodStatus | None) -> PodStatus:
+    """``status`` with the parts equal to ``known``'s (a valid, normal status) replaced by them.
+
+    Equal values, fewer objects: a status rebuilt from scratch by a node agent
+    then costs only its changed parts in memory, and the parts shared let
+    normalisation and comparison take their identity shortcuts. Only call it
+    on a valid ``status`` (equality does not tell ``1`` from ``True``).
+    """
+    if known is None or status is known:
+        return status
+    changes: dict[str, Any] = {}
+    for attr in _SHARED_LISTS:
+        value = getattr(status, attr)
+        shared = _share_items(value, getattr(known, attr))
+        if shared is not value:
+            changes[attr] = shared
+    return status.replace(**changes) if changes else status
+
+
+def share_equal_conditions(status: PodStatus, known: PodStatus) -> PodStatus:
+    """:func:`share_equal_parts` for the conditions only."""
+    conditions = status.conditions
+    shared = _share_items(conditions, known.conditions)
+    return status if shared is conditions else status.replace(conditions=shared)
+
+
+_SHARED_LISTS = (
+    "conditions",
+    "container_statuses",
+    "init_container_statuses",
+    "ephemeral_container_statuses",
+    "pod_ips",
+    "host_ips",
+)
 
 
 # --- comparison --------------------------------------------------------------------

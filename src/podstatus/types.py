@@ -80,7 +80,7 @@ class Extra:
 class _Meta:
     """Per-type facts computed once from the struct's fields."""
 
-    __slots__ = ("children", "known", "time_fields", "time_wires")
+    __slots__ = ("children", "has_times", "known", "time_children", "time_fields", "time_wires")
 
     def __init__(self, cls: type[K8sObject]) -> None:
         info = msgspec.inspect.type_info(cls)
@@ -95,6 +95,9 @@ class _Meta:
         self.children = tuple(children)
         self.time_fields = tuple(f.name for f in info.fields if _is_datetime(f.type))
         self.time_wires = tuple(f.encode_name for f in info.fields if _is_datetime(f.type))
+        # Only the children that can hold a timestamp somewhere below (for _to_utc).
+        self.time_children = tuple(c for c in self.children if c[3].has_times)
+        self.has_times = bool(self.time_fields or self.time_children)
 
 
 def _unwrap_optional(t: msgspec.inspect.Type) -> msgspec.inspect.Type:
@@ -175,6 +178,15 @@ class K8sObject(
                 f"invalid {cls.__name__}: expected an object, got {type(data).__name__}", path=""
             )
         meta = _meta(cls)
+        try:
+            # Fast path, all in C: no unknown fields (refused by the types), no smuggled extra key.
+            obj = msgspec.convert(data, cls, dec_hook=_refuse_hook)
+        except (msgspec.ValidationError, RecursionError, TypeError):
+            pass  # the careful path below decides, and names any error
+        else:
+            if meta.has_times:
+                _to_utc(obj, meta)
+            return obj
         try:
             offsets: list[bool] = []
             prepared = _set_aside_extras(data, meta, offsets)
@@ -289,12 +301,19 @@ def _to_utc(obj: K8sObject, meta: _Meta) -> None:
         value = getattr(obj, name)
         if value is not None and value.tzinfo is not UTC:
             msgspec.structs.force_setattr(obj, name, value.astimezone(UTC))
-    for attr, _wire, is_list, child_meta in meta.children:
+    for attr, _wire, is_list, child_meta in meta.time_children:
         value = getattr(obj, attr)
         if value is None:
             continue
-        for item in value if is_list else (value,):
-            _to_utc(item, child_meta)
+        if is_list:
+            for item in value:
+                _to_utc(item, child_meta)
+        else:
+            _to_utc(value, child_meta)
+
+
+def _refuse_hook(type_: type, obj: Any) -> Any:
+    raise NotImplementedError
 
 
 def _extra_dec_hook(type_: type, obj: Any) -> Any:
