@@ -39,17 +39,19 @@ from .conditions import (
 from .errors import ApiError, ConflictError, InvalidObjectError, NotFoundError
 from .podmanager import is_mirror_pod, is_static_pod
 from .statusutil import (
+    ValuePool,
     check_container_state_transition,
+    compact_status,
     find_container_status,
     get_condition,
     is_pod_status_by_kubelet_equal,
     merge_pod_status,
     normalize_status,
-    share_equal_conditions,
-    share_equal_parts,
     normalize_time,
     now_seconds,
     replace_or_append_condition,
+    share_equal_conditions,
+    share_equal_parts,
     terminated_status,
     update_last_transition_times,
     validate_status,
@@ -136,7 +138,7 @@ class ManagerOptions:
         return opts
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     """A cached status: the kubelet's versionedPodStatus."""
 
@@ -197,6 +199,7 @@ class Manager:
         self._opts = options
         self._lock = threading.RLock()
         self._statuses: dict[str, _Entry] = {}
+        self._pool = ValuePool()
         # (mirror) pod UID -> last version known to be on the API server.
         self._api_versions: dict[str, int] = {}
         self._sync_state: dict[str, _PodSyncState] = {}
@@ -485,6 +488,8 @@ class Manager:
             version = 1
             changed_at = time.monotonic()
             urgent = _is_urgent(old, status)
+        # Held once, whatever many cached statuses have in common (SPEC 2.1: equal values, read-only).
+        status = compact_status(status, known, self._pool)
         self._statuses[uid] = _Entry(
             version=version,
             namespace=pod.namespace,

@@ -8,6 +8,7 @@ input, so the common case (an already normal status) allocates nothing.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +37,8 @@ from .types import (
     ContainerStateTerminated,
     ContainerStatus,
     Extra,
+    FrozenDict,
+    FrozenList,
     HostIP,
     Pod,
     PodCondition,
@@ -552,6 +555,236 @@ _SHARED_LISTS = (
 )
 
 
+# --- compaction: what many cached statuses hold in common, held once -----------------------------
+
+
+def _frozen(value: Any) -> Any:
+    """A read-only copy of a JSON value, or None when it holds anything but plain JSON types."""
+    kind = type(value)
+    if kind is dict or kind is FrozenDict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                return None
+            if v is None or type(v) in _JSON_SCALARS:
+                out[k] = v
+            else:
+                fv = _frozen(v)
+                if fv is None:
+                    return None
+                out[k] = fv
+        return FrozenDict(out)
+    if kind is list or kind is FrozenList:
+        items = []
+        for v in value:
+            if v is None or type(v) in _JSON_SCALARS:
+                items.append(v)
+            else:
+                fv = _frozen(v)
+                if fv is None:
+                    return None
+                items.append(fv)
+        return FrozenList(items)
+    return None
+
+
+_JSON_SCALARS = frozenset({str, int, float, bool})
+
+
+class ValuePool:
+    """One shared copy of each value many cached statuses hold (a node's statuses repeat a lot).
+
+    Keys are exact: pass-through JSON values and small structs are looked up by
+    their type and JSON text (so ``1``, ``1.0`` and ``true`` never stand in for
+    each other), timestamps by value (UTC datetimes only). Strings that repeat
+    by nature (condition types, reasons, images) are ``sys.intern``-ed. The pool
+    holds at most ``limit`` values; when full it starts afresh (the statuses
+    keep what they share). Not thread-safe: the manager calls it under its lock.
+    """
+
+    __slots__ = ("_limit", "_values")
+
+    def __init__(self, limit: int = 16_384) -> None:
+        self._limit = limit
+        self._values: dict[Any, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def _get(self, key: Any, value: Any) -> Any:
+        values = self._values
+        found = values.get(key)
+        if found is not None:
+            return found
+        if len(values) >= self._limit:
+            values.clear()
+        values[key] = value
+        return value
+
+    def json(self, value: Any) -> Any:
+        """A pass-through value (``resources``, ``volumeMounts``...): shared and read-only when plain JSON."""
+        kind = type(value)
+        if kind is str:
+            return sys.intern(value)
+        if kind is not dict and kind is not list and kind is not FrozenDict and kind is not FrozenList:
+            return value
+        try:
+            key = (_JSON_KEY, _json_encode(value))
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return value
+        found = self._values.get(key)
+        if found is not None:
+            return found
+        frozen = _frozen(value)
+        return value if frozen is None else self._get(key, frozen)
+
+    def time(self, value: Any) -> Any:
+        if type(value) is datetime and value.tzinfo is UTC:
+            return self._get(value, value)
+        return value
+
+    def struct(self, value: Any) -> Any:
+        """A small immutable struct without unknown fields, shared by its exact JSON form."""
+        if value.extra is not None:
+            return value
+        try:
+            key = (type(value), _json_encode(value))
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return value
+        return self._get(key, value)
+
+
+_JSON_KEY = "json"
+_json_encode = msgspec.json.encode
+
+
+def _intern(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str else value
+
+
+def _compact_condition(c: PodCondition, pool: ValuePool) -> PodCondition:
+    c = c.replace(
+        type=_intern(c.type),
+        status=_intern(c.status),
+        reason=_intern(c.reason),
+        message=_intern(c.message),
+        last_probe_time=pool.time(c.last_probe_time),
+        last_transition_time=pool.time(c.last_transition_time),
+    )
+    return pool.struct(c)  # type: ignore[no-any-return]
+
+
+def _compact_state(
+    state: ContainerState | None, pool: ValuePool, container_id: str | None
+) -> ContainerState | None:
+    if state is None:
+        return None
+    changes: dict[str, Any] = {}
+    unique = False  # holds a container ID: no other status has it, so no use sharing it
+    if state.running is not None:
+        r = state.running
+        changes["running"] = pool.struct(r.replace(started_at=pool.time(r.started_at)))
+    if state.terminated is not None:
+        t = state.terminated
+        cid = t.container_id
+        if cid is not None and cid == container_id:
+            cid = container_id  # the container status's own ID again: one string for both
+        t = t.replace(
+            reason=_intern(t.reason),
+            message=_intern(t.message) if t.message is not None and len(t.message) <= 256 else t.message,
+            started_at=pool.time(t.started_at),
+            finished_at=pool.time(t.finished_at),
+            container_id=cid,
+        )
+        unique = cid is not None
+        changes["terminated"] = t if unique else pool.struct(t)
+    if state.waiting is not None:
+        w = state.waiting
+        changes["waiting"] = pool.struct(w.replace(reason=_intern(w.reason), message=_intern(w.message)))
+    if changes:
+        state = state.replace(**changes)
+    return state if unique else pool.struct(state)  # type: ignore[no-any-return]
+
+
+def _compact_container_status(cs: ContainerStatus, pool: ValuePool) -> ContainerStatus:
+    return cs.replace(
+        name=_intern(cs.name),
+        image=_intern(cs.image),
+        image_id=_intern(cs.image_id),
+        state=_compact_state(cs.state, pool, cs.container_id),
+        last_state=_compact_state(cs.last_state, pool, cs.container_id),
+        allocated_resources=pool.json(cs.allocated_resources),
+        resources=pool.json(cs.resources),
+        volume_mounts=pool.json(cs.volume_mounts),
+        user=pool.json(cs.user),
+        allocated_resources_status=pool.json(cs.allocated_resources_status),
+        stop_signal=_intern(cs.stop_signal),
+    )
+
+
+def _compact_items(items: Any, known: Any, compact: Any, pool: ValuePool) -> Any:
+    if items is None or items is known:
+        return items
+    n = len(known) if known else 0
+    out = []
+    changed = False
+    for i, x in enumerate(items):
+        if i < n and x is known[i]:
+            out.append(x)  # compacted when it was cached
+            continue
+        y = compact(x, pool)
+        changed = changed or y is not x
+        out.append(y)
+    return tuple(out) if changed or type(items) is not tuple else items
+
+
+def compact_status(status: PodStatus, known: PodStatus | None, pool: ValuePool) -> PodStatus:
+    """``status`` holding shared copies of what repeats between statuses (an equal value).
+
+    Parts that are the very objects of ``known`` (compacted before) are kept as
+    they are; so are the strings unique to a pod (IPs, container IDs). Call it
+    on a valid, normal status, as the manager does before it caches one.
+    """
+    if status is known:
+        return status
+    changes: dict[str, Any] = {}
+    for attr in ("phase", "reason", "message", "nominated_node_name", "host_ip", "qos_class", "resize"):
+        value = getattr(status, attr)
+        if value is not None and (known is None or value is not getattr(known, attr)):
+            changes[attr] = _intern(value)
+    if known is None or status.start_time is not known.start_time:
+        changes["start_time"] = pool.time(status.start_time)
+    conditions = _compact_items(
+        status.conditions, known.conditions if known else None, _compact_condition, pool
+    )
+    if conditions is not status.conditions:
+        changes["conditions"] = conditions
+    for attr in ("container_statuses", "init_container_statuses", "ephemeral_container_statuses"):
+        value = getattr(status, attr)
+        compacted = _compact_items(
+            value, getattr(known, attr) if known else None, _compact_container_status, pool
+        )
+        if compacted is not value:
+            changes[attr] = compacted
+    host_ips = status.host_ips
+    if host_ips and (known is None or host_ips is not known.host_ips):
+        changes["host_ips"] = tuple(pool.struct(h.replace(ip=_intern(h.ip))) for h in host_ips)
+    pod_ips = status.pod_ips
+    if (
+        pod_ips
+        and status.pod_ip is not None
+        and pod_ips[0].ip == status.pod_ip
+        and pod_ips[0].ip is not status.pod_ip
+    ):
+        # The first pod IP repeats ``podIP``: one string for both.
+        changes["pod_ips"] = (pod_ips[0].replace(ip=status.pod_ip), *pod_ips[1:])
+    for attr in ("resource_claim_statuses", "extended_resource_claim_status"):
+        value = getattr(status, attr)
+        if value is not None and (known is None or value is not getattr(known, attr)):
+            changes[attr] = pool.json(value)
+    return status.replace(**changes) if changes else status
+
+
 # --- comparison --------------------------------------------------------------------
 
 
@@ -622,11 +855,14 @@ def update_last_transition_times(old: PodStatus, new: PodStatus, now: datetime) 
     conditions = new.conditions
     if not conditions:
         return new
+    old_by_type: dict[str, PodCondition] = {}
+    for oc in old.conditions or ():
+        old_by_type.setdefault(oc.type, oc)  # the first of a type, as get_condition
     out: list[PodCondition] = []
     changed = False
     for c in conditions:
         if c.type in TRANSITION_TIME_CONDITIONS:
-            oc = get_condition(old.conditions, c.type)
+            oc = old_by_type.get(c.type)
             when = oc.last_transition_time if oc is not None and oc.status == c.status else now
             if when != c.last_transition_time:
                 c = c.replace(last_transition_time=when)

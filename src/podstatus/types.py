@@ -34,6 +34,8 @@ __all__ = [
     "ContainerStateTerminated",
     "ContainerStateWaiting",
     "ContainerStatus",
+    "FrozenDict",
+    "FrozenList",
     "HostIP",
     "ObjectMeta",
     "Pod",
@@ -75,6 +77,49 @@ class Extra:
     def as_dict(self) -> dict[str, Any]:
         result: dict[str, Any] = _json_decode(self.json)
         return result
+
+
+def _read_only(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise TypeError(f"{type(self).__name__} is read-only: it may be shared by many cached statuses")
+
+
+class FrozenDict(dict[str, Any]):
+    """A read-only JSON object: a pass-through value the status manager shares between statuses.
+
+    Equal to the plain dict with the same items, and encoded like one. Copies are itself
+    (it cannot change); pickling gives it back.
+    """
+
+    __slots__ = ()
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only
+
+    def __copy__(self) -> Self:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Self:
+        return self
+
+    def __reduce__(self) -> Any:
+        return (type(self), (dict(self),))
+
+
+class FrozenList(list[Any]):
+    """A read-only JSON array (see :class:`FrozenDict`)."""
+
+    __slots__ = ()
+
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = _read_only
+    sort = reverse = __iadd__ = __imul__ = _read_only
+
+    def __copy__(self) -> Self:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Self:
+        return self
+
+    def __reduce__(self) -> Any:
+        return (type(self), (list(self),))
 
 
 class _Meta:
