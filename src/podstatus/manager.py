@@ -467,7 +467,7 @@ class Manager:
             status = status.replace(start_time=start)
         # The old start time and "now" are normal already; a new one was normalised above.
 
-        if known is not None:
+        if entry is not None and known is not None:
             # The conditions have their transition times now: most of them equal the cached ones.
             status = share_equal_conditions(status, known)
             if not force and is_pod_status_by_kubelet_equal(known, status):
@@ -476,7 +476,7 @@ class Manager:
                         logging.DEBUG,
                         "Ignoring same status for pod",
                         **_fields(pod.key(), uid, entry.version),
-                    )  # type: ignore[union-attr]
+                    )
                 return False
 
         if entry is not None:

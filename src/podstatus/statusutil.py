@@ -671,7 +671,7 @@ def _compact_condition(c: PodCondition, pool: ValuePool) -> PodCondition:
         last_probe_time=pool.time(c.last_probe_time),
         last_transition_time=pool.time(c.last_transition_time),
     )
-    return pool.struct(c)  # type: ignore[no-any-return]
+    return pool.struct(c)
 
 
 def _compact_state(
@@ -703,7 +703,7 @@ def _compact_state(
         changes["waiting"] = pool.struct(w.replace(reason=_intern(w.reason), message=_intern(w.message)))
     if changes:
         state = state.replace(**changes)
-    return state if unique else pool.struct(state)  # type: ignore[no-any-return]
+    return state if unique else pool.struct(state)
 
 
 def _compact_container_status(cs: ContainerStatus, pool: ValuePool) -> ContainerStatus:
@@ -856,8 +856,8 @@ def update_last_transition_times(old: PodStatus, new: PodStatus, now: datetime) 
     if not conditions:
         return new
     old_by_type: dict[str, PodCondition] = {}
-    for oc in old.conditions or ():
-        old_by_type.setdefault(oc.type, oc)  # the first of a type, as get_condition
+    for first in old.conditions or ():
+        old_by_type.setdefault(first.type, first)  # the first of a type, as get_condition
     out: list[PodCondition] = []
     changed = False
     for c in conditions:

@@ -142,7 +142,7 @@ class _Meta:
         self.time_wires = tuple(f.encode_name for f in info.fields if _is_datetime(f.type))
         # Only the children that can hold a timestamp somewhere below (for _to_utc).
         self.time_children = tuple(c for c in self.children if c[3].has_times)
-        self.has_times = bool(self.time_fields or self.time_children)
+        self.has_times: bool = bool(self.time_fields or self.time_children)
 
 
 def _unwrap_optional(t: msgspec.inspect.Type) -> msgspec.inspect.Type:
