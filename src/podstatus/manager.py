@@ -50,7 +50,6 @@ from .statusutil import (
     normalize_time,
     now_seconds,
     replace_or_append_condition,
-    share_equal_conditions,
     share_equal_parts,
     terminated_status,
     update_last_transition_times,
@@ -200,6 +199,8 @@ class Manager:
         self._lock = threading.RLock()
         self._statuses: dict[str, _Entry] = {}
         self._pool = ValuePool()
+        self._now_second = 0
+        self._now_value = now_seconds()
         # (mirror) pod UID -> last version known to be on the API server.
         self._api_versions: dict[str, int] = {}
         self._sync_state: dict[str, _PodSyncState] = {}
@@ -431,11 +432,12 @@ class Manager:
             return False
         # Parts shared with the cached status (built with replace) were checked and normalised then.
         known = entry.status if entry is not None else None
+        if known is not None:
+            # A status rebuilt from scratch: take the cached parts it equals (valid and normal).
+            status = share_equal_parts(status, known)
         validate_status(status, known)
         if known is not None:
             old = known
-            # A status rebuilt from scratch: take the cached parts it equals (they are valid and normal).
-            status = share_equal_parts(status, known)
         else:
             mirror = self._pods.get_mirror_pod_by_pod(pod) if is_static_pod(pod) else None
             old = mirror.status if mirror is not None else pod.status
@@ -467,17 +469,10 @@ class Manager:
             status = status.replace(start_time=start)
         # The old start time and "now" are normal already; a new one was normalised above.
 
-        if entry is not None and known is not None:
-            # The conditions have their transition times now: most of them equal the cached ones.
-            status = share_equal_conditions(status, known)
-            if not force and is_pod_status_by_kubelet_equal(known, status):
-                if log.isEnabledFor(logging.DEBUG):
-                    _log(
-                        logging.DEBUG,
-                        "Ignoring same status for pod",
-                        **_fields(pod.key(), uid, entry.version),
-                    )
-                return False
+        if entry is not None and not force and is_pod_status_by_kubelet_equal(entry.status, status):
+            if log.isEnabledFor(logging.DEBUG):
+                _log(logging.DEBUG, "Ignoring same status for pod", **_fields(pod.key(), uid, entry.version))
+            return False
 
         if entry is not None:
             version = entry.version + 1
@@ -506,7 +501,14 @@ class Manager:
 
     def _now(self) -> datetime:
         # Times the manager sets are normal too: whole seconds, UTC.
-        now = normalize_time(self._opts.clock())
+        clock = self._opts.clock
+        if clock is now_seconds:
+            # The default clock: one datetime per second of wall time is enough.
+            second = int(time.time())
+            if second != self._now_second:
+                self._now_second, self._now_value = second, now_seconds()
+            return self._now_value
+        now = normalize_time(clock())
         assert now is not None
         return now
 

@@ -8,6 +8,7 @@ input, so the common case (an already normal status) allocates nothing.
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -499,60 +500,93 @@ def normalize_status(spec: PodSpec, status: PodStatus, known: PodStatus | None =
     return status.replace(**changes) if changes else status
 
 
+def _state_numbers_exact(state: Any) -> bool:
+    term = state.terminated if state is not None else None
+    if term is None:
+        return True
+    signal = term.signal
+    return type(term.exit_code) is int and (signal is None or type(signal) is int)
+
+
+def _numbers_exact(x: Any) -> bool:
+    """Whether ``x``'s numbers and flags have their exact types (``==`` takes ``1`` for ``True``)."""
+    kind = type(x)
+    if kind is ContainerStatus:
+        started = x.started
+        return (
+            type(x.ready) is bool
+            and type(x.restart_count) is int
+            and (started is None or type(started) is bool)
+            and _state_numbers_exact(x.state)
+            and _state_numbers_exact(x.last_state)
+        )
+    if kind is PodCondition:
+        generation = x.observed_generation
+        return generation is None or type(generation) is int
+    return kind is PodIP or kind is HostIP
+
+
 def _share_items(items: Any, known: Any) -> Any:
     """``items`` with each element equal to ``known``'s at the same index replaced by that one."""
     if items is None or known is None or items is known:
         return items
-    if type(items) is tuple and items == known:
-        return known
     n = len(known)
     out = None
     for i, x in enumerate(items):
         if i < n:
             k = known[i]
-            if x is not k and x == k:
+            if x is not k and x == k and _numbers_exact(x):
                 if out is None:
                     out = list(items)
                 out[i] = k
     if out is None:
         return items
-    return tuple(out) if type(items) is tuple else out
+    if type(items) is tuple:
+        return known if len(out) == n and all(a is b for a, b in zip(out, known)) else tuple(out)
+    return out
 
 
 def share_equal_parts(status: PodStatus, known: PodStatus | None) -> PodStatus:
-    """``status`` with the parts equal to ``known``'s (a valid, normal status) replaced by them.
+    """``status`` with the parts equal to ``known``'s (the cached status) replaced by them.
 
     Equal values, fewer objects: a status rebuilt from scratch by a node agent
-    then costs only its changed parts in memory, and the parts shared let
-    normalisation and comparison take their identity shortcuts. Only call it
-    on a valid ``status`` (equality does not tell ``1`` from ``True``).
+    then costs only its changed parts in memory, and the parts it shares let
+    validation, normalisation and comparison take their identity shortcuts.
+    It runs before validation, on any input: a part is taken only when it
+    equals the cached part (which is valid and normal) with numbers and flags
+    of the same types (``==`` alone takes ``1`` for ``True``), so what it takes
+    is what the status held, checked already; anything else is left for
+    :func:`validate_status` to judge. Conditions are left to
+    :func:`update_last_transition_times`, as the manager's times make them equal.
     """
-    if known is None or status is known:
+    if known is None or status is known or type(status) is not PodStatus:
         return status
     changes: dict[str, Any] = {}
-    for attr in _SHARED_LISTS:
-        value = getattr(status, attr)
-        shared = _share_items(value, getattr(known, attr))
-        if shared is not value:
-            changes[attr] = shared
+    try:
+        for attr in _SHARED_LISTS:
+            value = getattr(status, attr)
+            shared = _share_items(value, getattr(known, attr))
+            if shared is not value:
+                changes[attr] = shared
+        mine, theirs = _scalars(status), _scalars(known)
+        for attr, value, cached in zip(_SCALARS, mine, theirs, strict=True):
+            if value is not cached and type(value) is type(cached) and value == cached:
+                changes[attr] = cached
+    except Exception:  # hostile input (an __eq__ that raises...): validation names it
+        return status
     return status.replace(**changes) if changes else status
 
 
-def share_equal_conditions(status: PodStatus, known: PodStatus) -> PodStatus:
-    """:func:`share_equal_parts` for the conditions only."""
-    conditions = status.conditions
-    shared = _share_items(conditions, known.conditions)
-    return status if shared is conditions else status.replace(conditions=shared)
-
-
 _SHARED_LISTS = (
-    "conditions",
     "container_statuses",
     "init_container_statuses",
     "ephemeral_container_statuses",
     "pod_ips",
     "host_ips",
 )
+# Strings and times that repeat from one status of a pod to the next.
+_SCALARS = ("phase", "reason", "message", "host_ip", "pod_ip", "qos_class", "start_time")
+_scalars = operator.attrgetter(*_SCALARS)
 
 
 # --- compaction: what many cached statuses hold in common, held once -----------------------------
@@ -860,15 +894,25 @@ def update_last_transition_times(old: PodStatus, new: PodStatus, now: datetime) 
         old_by_type.setdefault(first.type, first)  # the first of a type, as get_condition
     out: list[PodCondition] = []
     changed = False
+    same = True  # every condition is the old one
     for c in conditions:
+        oc = old_by_type.get(c.type)
         if c.type in TRANSITION_TIME_CONDITIONS:
-            oc = old_by_type.get(c.type)
             when = oc.last_transition_time if oc is not None and oc.status == c.status else now
             if when != c.last_transition_time:
                 c = c.replace(last_transition_time=when)
                 changed = True
+        if oc is not None and c is not oc and c == oc and _numbers_exact(c):
+            c = oc  # an equal value: keep the one held (fewer objects, identity shortcuts later)
+            changed = True
+        same = same and c is oc
         out.append(c)
-    return new.replace(conditions=tuple(out)) if changed else new
+    if not changed:
+        return new
+    kept = old.conditions
+    if same and kept is not None and len(kept) == len(out) and all(a is b for a, b in zip(out, kept)):
+        return new.replace(conditions=kept)
+    return new.replace(conditions=tuple(out))
 
 
 # --- terminate_pod -----------------------------------------------------------------------
