@@ -677,6 +677,18 @@ class ValuePool:
             return self._get(value, value)
         return value
 
+    def items(self, value: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A tuple of pooled values, shared by the identities of its items (which the pool holds)."""
+        key = (_ITEMS_KEY, *map(id, value))
+        found = self._values.get(key)
+        if found is not None:
+            return found
+        if len(self._values) >= self._limit:
+            self._values.clear()
+        # The items themselves stay in the pool while their tuple does (they were added first).
+        self._values[key] = value
+        return value
+
     def struct(self, value: Any) -> Any:
         """A small immutable struct without unknown fields, shared by its exact JSON form."""
         if value.extra is not None:
@@ -689,6 +701,7 @@ class ValuePool:
 
 
 _JSON_KEY = "json"
+_ITEMS_KEY = "items"
 _json_encode = msgspec.json.encode
 
 
@@ -696,8 +709,15 @@ def _intern(value: Any) -> Any:
     return sys.intern(value) if type(value) is str else value
 
 
+def _with(obj: Any, **values: Any) -> Any:
+    """``obj`` with the values that are not the very objects it holds (itself when none)."""
+    changes = {k: v for k, v in values.items() if v is not getattr(obj, k)}
+    return obj.replace(**changes) if changes else obj
+
+
 def _compact_condition(c: PodCondition, pool: ValuePool) -> PodCondition:
-    c = c.replace(
+    c = _with(
+        c,
         type=_intern(c.type),
         status=_intern(c.status),
         reason=_intern(c.reason),
@@ -713,35 +733,34 @@ def _compact_state(
 ) -> ContainerState | None:
     if state is None:
         return None
-    changes: dict[str, Any] = {}
-    unique = False  # holds a container ID: no other status has it, so no use sharing it
-    if state.running is not None:
-        r = state.running
-        changes["running"] = pool.struct(r.replace(started_at=pool.time(r.started_at)))
-    if state.terminated is not None:
-        t = state.terminated
+    running, terminated, waiting = state.running, state.terminated, state.waiting
+    if running is not None:
+        running = pool.struct(_with(running, started_at=pool.time(running.started_at)))
+    if terminated is not None:
+        t = terminated
         cid = t.container_id
         if cid is not None and cid == container_id:
             cid = container_id  # the container status's own ID again: one string for both
-        t = t.replace(
+        message = t.message
+        terminated = _with(
+            t,
             reason=_intern(t.reason),
-            message=_intern(t.message) if t.message is not None and len(t.message) <= 256 else t.message,
+            message=_intern(message) if message is not None and len(message) <= 256 else message,
             started_at=pool.time(t.started_at),
             finished_at=pool.time(t.finished_at),
             container_id=cid,
         )
-        unique = cid is not None
-        changes["terminated"] = t if unique else pool.struct(t)
-    if state.waiting is not None:
-        w = state.waiting
-        changes["waiting"] = pool.struct(w.replace(reason=_intern(w.reason), message=_intern(w.message)))
-    if changes:
-        state = state.replace(**changes)
-    return state if unique else pool.struct(state)
+        terminated = pool.struct(terminated)
+    if waiting is not None:
+        waiting = pool.struct(
+            _with(waiting, reason=_intern(waiting.reason), message=_intern(waiting.message))
+        )
+    return pool.struct(_with(state, running=running, terminated=terminated, waiting=waiting))
 
 
 def _compact_container_status(cs: ContainerStatus, pool: ValuePool) -> ContainerStatus:
-    return cs.replace(
+    return _with(
+        cs,
         name=_intern(cs.name),
         image=_intern(cs.image),
         image_id=_intern(cs.image_id),
@@ -754,6 +773,14 @@ def _compact_container_status(cs: ContainerStatus, pool: ValuePool) -> Container
         allocated_resources_status=pool.json(cs.allocated_resources_status),
         stop_signal=_intern(cs.stop_signal),
     )
+
+
+def _compact_shared_items(items: Any, known: Any, compact: Any, pool: ValuePool) -> Any:
+    """:func:`_compact_items` for items that are all pooled: the tuple itself is pooled too."""
+    out = _compact_items(items, known, compact, pool)
+    if out is None or out is known:
+        return out
+    return pool.items(out)
 
 
 def _compact_items(items: Any, known: Any, compact: Any, pool: ValuePool) -> Any:
@@ -788,7 +815,7 @@ def compact_status(status: PodStatus, known: PodStatus | None, pool: ValuePool) 
             changes[attr] = _intern(value)
     if known is None or status.start_time is not known.start_time:
         changes["start_time"] = pool.time(status.start_time)
-    conditions = _compact_items(
+    conditions = _compact_shared_items(
         status.conditions, known.conditions if known else None, _compact_condition, pool
     )
     if conditions is not status.conditions:
@@ -802,7 +829,7 @@ def compact_status(status: PodStatus, known: PodStatus | None, pool: ValuePool) 
             changes[attr] = compacted
     host_ips = status.host_ips
     if host_ips and (known is None or host_ips is not known.host_ips):
-        changes["host_ips"] = tuple(pool.struct(h.replace(ip=_intern(h.ip))) for h in host_ips)
+        changes["host_ips"] = pool.items(tuple(pool.struct(_with(h, ip=_intern(h.ip))) for h in host_ips))
     pod_ips = status.pod_ips
     if (
         pod_ips
