@@ -226,8 +226,8 @@ class K8sObject(
         try:
             # Fast path, all in C: no unknown fields (refused by the types), no smuggled extra key.
             obj = msgspec.convert(data, cls, dec_hook=_refuse_hook)
-        except (msgspec.ValidationError, RecursionError, TypeError):
-            pass  # the careful path below decides, and names any error
+        except Exception:  # whatever it was, the careful path below decides and names it
+            pass
         else:
             if meta.has_times:
                 _to_utc(obj, meta)
