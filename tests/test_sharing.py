@@ -442,3 +442,30 @@ def test_statuses_with_a_running_state_round_trip() -> None:
         )
     )
     assert PodStatus.from_dict(s.to_dict()) == s
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ("metadata", "creationTimestamp"),
+        ("status", "conditions", 1, "lastTransitionTime"),
+        ("status", "containerStatuses", 0, "state", "running", "startedAt"),
+        ("status", "containerStatuses", 0, "lastState", "terminated", "finishedAt"),
+        ("status", "initContainerStatuses", 0, "state", "terminated", "startedAt"),
+    ],
+)
+def test_from_dict_finds_an_offset_anywhere(where: tuple[Any, ...]) -> None:
+    d = fixture_pod().to_dict()
+    node = d
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = "2026-01-01T10:00:00-03:00"
+    pod = Pod.from_dict(d)
+    value: Any = pod
+    names = {"creationTimestamp": "creation_timestamp", "lastTransitionTime": "last_transition_time"}
+    names |= {"containerStatuses": "container_statuses", "initContainerStatuses": "init_container_statuses"}
+    names |= {"startedAt": "started_at", "finishedAt": "finished_at", "lastState": "last_state"}
+    for key in where:
+        value = value[key] if isinstance(key, int) else getattr(value, names.get(key, key))
+    assert value == datetime(2026, 1, 1, 13, tzinfo=UTC)
+    assert value.tzinfo is UTC
