@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser(
-        "serve", help="run the embedded Kubernetes API server (pods and nodes) on loopback"
+        "serve", help="run the embedded Kubernetes API server (pods, nodes, leases, events) on loopback"
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=6443, help="port (0 picks a free one; default 6443)")

@@ -901,6 +901,9 @@ def test_lease_validation_and_micro_time(
             ctx.error(create(leaseDurationSeconds="40")),
             _object(ctx, create(holderIdentity="n", leaseDurationSeconds=40,
                                 acquireTime="2026-01-02T04:04:05.000001+01:00", renewTime=MICRO)),
+            _object(ctx, create(holderIdentity="n", preferredHolder="m")),
+            _object(ctx, create(holderIdentity="n", strategy="OldestEmulationVersion", preferredHolder="m")),
+            _object(ctx, create(holderIdentity="n", strategy="Newest")),
         ]  # fmt: skip
 
     got = same_as_real(server, real_server, request, scenario)
@@ -1155,6 +1158,81 @@ def test_describe_pod_shows_its_events(
     assert got[0] == "Events:"
     assert any("BackOff" in line and "Back-off restarting" in line for line in got)
     assert any("(x3 over <age>)" in line for line in got)
+
+
+def test_event_and_lease_tables(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """The Table kubectl asks for: columns (names, priorities) and the cells of our rows."""
+
+    def scenario(ctx: Ctx) -> Any:
+        pod, uid = ctx.pod()
+        core, v1, lease = _named(ctx, "ev"), _named(ctx, "ev"), _named(ctx, "lease")
+        ctx.raw.request("POST", CORE_EVENTS, _core_event(core, pod, uid, reportingComponent="", count=5))
+        ctx.raw.request(
+            "POST", V1_EVENTS, _v1_event(v1, pod, uid, series={"count": 3, "lastObservedTime": MICRO})
+        )
+        ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {"holderIdentity": "h"}})
+        table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+        def rows(path: str, names: set[str]) -> Any:
+            ans = ctx.raw.request("GET", path, accept=table)
+            if ans.code != 200:
+                return ctx.error(ans)
+            columns = [
+                (c["name"], c["type"], c.get("format", ""), c.get("priority", 0))
+                for c in ans.body["columnDefinitions"]
+            ]
+            cells = [
+                ctx.scrub(
+                    [
+                        re.sub(r"^\d+[smhdy](\d+[smhd])?$", "<age>", c) if isinstance(c, str) else c
+                        for c in r["cells"]
+                    ]
+                )
+                for r in ans.body["rows"]
+                if r["object"]["metadata"]["name"] in names
+            ]
+            return {"columns": columns, "cells": sorted(cells, key=json.dumps)}
+
+        return {
+            "core": rows(CORE_EVENTS, {core, v1}),
+            "v1": rows(V1_EVENTS, {core, v1}),
+            "leases": rows(LEASES_PATH, {lease}),
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [c[0] for c in got["core"]["columns"]][:4] == ["Last Seen", "Type", "Reason", "Object"]
+    assert [c[0] for c in got["leases"]["columns"]] == ["Name", "Holder", "Age"]
+
+
+def test_missing_duplicate_and_deleted_events_and_leases(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        pod, uid = ctx.pod()
+        event, lease = _named(ctx, "ev"), _named(ctx, "lease")
+        out = [
+            ctx.error(ctx.raw.request("GET", f"{CORE_EVENTS}/no-such-event")),
+            ctx.error(ctx.raw.request("GET", f"{V1_EVENTS}/no-such-event")),
+        ]
+        ctx.raw.request("POST", CORE_EVENTS, _core_event(event, pod, uid))
+        ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {}})
+        node = _named(ctx, "node")
+        ctx.raw.request("POST", "/api/v1/nodes", {"metadata": {"name": node}})
+        out += [
+            ctx.error(ctx.raw.request("POST", V1_EVENTS, _v1_event(event, pod, uid))),
+            ctx.error(ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {}})),
+        ]
+        for path in (f"{V1_EVENTS}/{event}", f"{LEASES_PATH}/{lease}", f"/api/v1/nodes/{node}"):
+            gone = ctx.raw.request("DELETE", path)
+            body = gone.body if isinstance(gone.body, dict) else {}
+            details = {k: v for k, v in (body.get("details") or {}).items() if k != "uid"}
+            out.append({"code": gone.code, "kind": body.get("kind"), "status": body.get("status"),
+                        "apiVersion": body.get("apiVersion"), "details": ctx.scrub(details)})  # fmt: skip
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[1]["body"]["message"] == 'events.events.k8s.io "no-such-event" not found'
+    assert got[2]["code"] == got[3]["code"] == 409
 
 
 # -- pods/eviction and protobuf request bodies ------------------------------------------------

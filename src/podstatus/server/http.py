@@ -423,9 +423,23 @@ class ApiHandler:
 
     def _delete(self, req: Request, resource: str, namespace: str | None, name: str) -> Response:
         grace, uid, rv = self._delete_options(req)
-        stored, _gone = self.store.delete(
+        stored, gone = self.store.delete(
             resource, namespace, name, grace_period_seconds=grace, uid=uid, resource_version=rv
         )
+        info = RESOURCES[resource]
+        if gone and info.name != "pods":
+            # kube-apiserver answers the removal of anything but a pod with a Status, not the object.
+            details = {"name": name, "group": info.group, "kind": info.name, "uid": stored.uid}
+            if not info.group:
+                del details["group"]
+            ok = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            }
+            return Response.json(200, ok)
         return Response(200, stored.raw)
 
     def _delete_collection(self, req: Request, resource: str, namespace: str | None) -> Response:
