@@ -531,10 +531,9 @@ def _share_items(items: Any, known: Any) -> Any:
     if items is None or known is None or items is known:
         return items
     n = len(known)
-    if type(items) is tuple and len(items) == n and items == known:
-        # The common case, all equal: one compare in C.
-        if all(_numbers_exact(x) for x in items):
-            return known
+    # The common case, all equal: one compare in C.
+    if type(items) is tuple and len(items) == n and items == known and all(map(_numbers_exact, items)):
+        return known
     out = None
     for i, x in enumerate(items):
         if i < n:

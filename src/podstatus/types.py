@@ -206,8 +206,10 @@ class K8sObject(
     Objects are immutable; lists are tuples. Build changed copies with
     :meth:`replace`. Pass-through values typed ``Any`` (a container's
     ``resources``, a pod's ``managedFields``...) are plain JSON values shared
-    between copies: treat them as read-only. ``to_dict`` always returns fresh
-    containers, so its result can be changed freely.
+    between copies: treat them as read-only (in statuses the manager caches
+    they are :class:`FrozenDict` / :class:`FrozenList`, shared between pods,
+    and refuse changes). ``to_dict`` always returns fresh containers, so its
+    result can be changed freely.
     """
 
     # Fields this type does not model (None when there were none).
