@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 
 $(KUBECTL_OLD): tests/tools/install_kubectl.py | $(STAMP)
 	$(PY) tests/tools/install_kubectl.py --dest $(VENV)/kubectl-1.32
+	@touch $@
 
 install: $(STAMP) $(KUBECTL_OLD)
 
