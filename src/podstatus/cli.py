@@ -302,7 +302,13 @@ def render_summary(result: Any, node: str, mode: str, width: int = 120) -> Table
     requests.add_row("[bold]total[/]", f"[bold]{total}[/]")
     if result.controller_writes:
         requests.add_row("  of which readiness gate writes", str(result.controller_writes))
-    node_requests = result.requests.get("get", 0) + result.requests.get("patch", 0) - result.controller_writes
+    # The node's requests for pod status: not the gate controller's writes, not the Node checks.
+    node_requests = (
+        result.requests.get("get", 0)
+        + result.requests.get("patch", 0)
+        - result.controller_writes
+        - result.node_checks
+    )
     if result.status_changes:
         requests.add_row("node get+patch per synced change", f"{node_requests / result.status_changes:.2f}")
 

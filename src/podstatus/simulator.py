@@ -776,6 +776,7 @@ class SimulationResult:
     create_retries: int = 0  # create attempts repeated after a transient failure
     creates_adopted: int = 0  # a retry found the earlier, unanswered attempt had landed
     node_registrations: int = 1  # 1: registered once; more: the Node vanished and was registered again
+    node_checks: int = 0  # GETs of the Node made to notice it vanished
     final_state_known: bool = True  # the final list of the node's pods succeeded
 
     @property
@@ -864,7 +865,10 @@ class Simulation:
         self.create_retries = 0
         self.creates_adopted = 0
         self.node_registrations = 0
+        self.node_checks = 0  # GETs of the Node (not the pods' status traffic)
+        self.node_check_interval = 10.0
         self._node_checked_at = 0.0
+        self._watch_errors_seen = 0
         self._gates_set: set[str] = set()
         self._victims: set[str] = set()
         # Status writes of the outside controller (readiness gates), not the node's.
@@ -925,6 +929,7 @@ class Simulation:
                 # Jitter, so retries after a server restart do not come back all at once.
                 wait = err.retry_after or backoff * self.rng.uniform(0.5, 1.0)
                 self.create_retries += 1
+                self._check_node(force=True)
                 log.info("create pod=%s attempt=%d failed, retrying in %.2fs: %s", key, attempt, wait, err)
                 time.sleep(min(wait, max(0.0, deadline - time.monotonic())))
                 continue
@@ -946,13 +951,22 @@ class Simulation:
         self._created[(pod.namespace, pod.name)] = pod.uid
         self._created_uids[pod.uid] = f"{pod.namespace}/{pod.name}"
 
-    def _check_node(self, *, every: float = 1.0) -> None:
-        """Register the Node again when it is gone (an API server that restarted empty)."""
+    def _check_node(self, *, force: bool = False) -> None:
+        """Register the Node again when it is gone (an API server that restarted empty).
+
+        Asked after a sign of trouble (a watch error, a failed create) and otherwise every
+        ``node_check_interval`` seconds, so a healthy run spends almost no requests on it.
+        """
         now = time.monotonic()
         get_node = getattr(self.raw_client, "get_node", None)
-        if get_node is None or now - self._node_checked_at < every:
+        trouble = force or self.agent.watch_errors != self._watch_errors_seen
+        if get_node is None or (not trouble and now - self._node_checked_at < self.node_check_interval):
             return
+        if trouble and now - self._node_checked_at < 0.5:
+            return  # at most twice a second while the server is in trouble
         self._node_checked_at = now
+        self._watch_errors_seen = self.agent.watch_errors
+        self.node_checks += 1
         try:
             get_node(self.node_name)
         except NotFoundError:
@@ -964,6 +978,7 @@ class Simulation:
                 log.warning("registering node=%s again failed: %s", self.node_name, err)
         except ApiError as err:
             log.info("node check: %s", err)
+            self._watch_errors_seen = -1  # still in trouble: ask again soon
 
     def _set_gates(self) -> None:
         """An outside controller (a load balancer) marks readiness gates once containers are ready."""
@@ -1124,7 +1139,7 @@ class Simulation:
         if lost:
             log.warning("pods lost count=%d first=%s", len(lost), lost[:5])
         return SimulationResult(
-            pods_created=len(self._created_uids),
+            pods_created=len(self._created),  # names: a pod re-created under its name counts once
             phases=dict(phases),
             deleted=len(self._deleted_by_us & self.agent.deleted_uids),
             requests=requests,
@@ -1140,6 +1155,7 @@ class Simulation:
             create_retries=self.create_retries,
             creates_adopted=self.creates_adopted,
             node_registrations=self.node_registrations,
+            node_checks=self.node_checks,
             final_state_known=on_server is not None,
         )
 
