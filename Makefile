@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # kubectl 1.32 for the client matrix tests (kubectl 1.37 comes with the dev extra).
 KUBECTL_OLD := $(VENV)/kubectl-1.32/kubectl
 
-.PHONY: install demo test lint typecheck unit bench soak test-apiserver clean
+.PHONY: install demo test lint typecheck unit bench soak test-apiserver clientgo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ bench: $(STAMP)
 
 soak: $(STAMP)
 	$(PY) -m pytest -q -s -m slow tests/reliability
+
+# The client-go test program (tests/clientgo), cached per source hash; the tests build it too.
+clientgo: $(STAMP)
+	$(PY) tests/clientgo_build.py
 
 # Builds kube-apiserver and etcd from the Go modules once (cached in ~/.cache/podstatus-apiserver),
 # then runs the integration suite against them.

@@ -119,9 +119,16 @@ class RawApi:
         return cls(settings.base_url.rstrip("/"), authorization_from_configuration(cfg), settings.ca_cert)
 
     def request(
-        self, method: str, path: str, body: Any = None, *, content_type: str = JSON, query: str = ""
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = JSON,
+        query: str = "",
+        accept: str = JSON,
     ) -> Answer:
-        headers = {"Accept": JSON}
+        headers = {"Accept": accept}
         if self.authorization:
             headers["Authorization"] = self.authorization
         data: bytes | None = None

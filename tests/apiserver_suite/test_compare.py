@@ -901,6 +901,9 @@ def test_lease_validation_and_micro_time(
             ctx.error(create(leaseDurationSeconds="40")),
             _object(ctx, create(holderIdentity="n", leaseDurationSeconds=40,
                                 acquireTime="2026-01-02T04:04:05.000001+01:00", renewTime=MICRO)),
+            _object(ctx, create(holderIdentity="n", preferredHolder="m")),
+            _object(ctx, create(holderIdentity="n", strategy="OldestEmulationVersion", preferredHolder="m")),
+            _object(ctx, create(holderIdentity="n", strategy="Newest")),
         ]  # fmt: skip
 
     got = same_as_real(server, real_server, request, scenario)
@@ -1155,3 +1158,152 @@ def test_describe_pod_shows_its_events(
     assert got[0] == "Events:"
     assert any("BackOff" in line and "Back-off restarting" in line for line in got)
     assert any("(x3 over <age>)" in line for line in got)
+
+
+def test_event_and_lease_tables(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """The Table kubectl asks for: columns (names, priorities) and the cells of our rows."""
+
+    def scenario(ctx: Ctx) -> Any:
+        pod, uid = ctx.pod()
+        core, v1, lease = _named(ctx, "ev"), _named(ctx, "ev"), _named(ctx, "lease")
+        ctx.raw.request("POST", CORE_EVENTS, _core_event(core, pod, uid, reportingComponent="", count=5))
+        ctx.raw.request(
+            "POST", V1_EVENTS, _v1_event(v1, pod, uid, series={"count": 3, "lastObservedTime": MICRO})
+        )
+        ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {"holderIdentity": "h"}})
+        table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+        def rows(path: str, names: set[str]) -> Any:
+            ans = ctx.raw.request("GET", path, accept=table)
+            if ans.code != 200:
+                return ctx.error(ans)
+            columns = [
+                (c["name"], c["type"], c.get("format", ""), c.get("priority", 0))
+                for c in ans.body["columnDefinitions"]
+            ]
+            cells = [
+                ctx.scrub(
+                    [
+                        re.sub(r"^\d+[smhdy](\d+[smhd])?$", "<age>", c) if isinstance(c, str) else c
+                        for c in r["cells"]
+                    ]
+                )
+                for r in ans.body["rows"]
+                if r["object"]["metadata"]["name"] in names
+            ]
+            return {"columns": columns, "cells": sorted(cells, key=json.dumps)}
+
+        return {
+            "core": rows(CORE_EVENTS, {core, v1}),
+            "v1": rows(V1_EVENTS, {core, v1}),
+            "leases": rows(LEASES_PATH, {lease}),
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [c[0] for c in got["core"]["columns"]][:4] == ["Last Seen", "Type", "Reason", "Object"]
+    assert [c[0] for c in got["leases"]["columns"]] == ["Name", "Holder", "Age"]
+
+
+def test_missing_duplicate_and_deleted_events_and_leases(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        pod, uid = ctx.pod()
+        event, lease = _named(ctx, "ev"), _named(ctx, "lease")
+        out = [
+            ctx.error(ctx.raw.request("GET", f"{CORE_EVENTS}/no-such-event")),
+            ctx.error(ctx.raw.request("GET", f"{V1_EVENTS}/no-such-event")),
+        ]
+        ctx.raw.request("POST", CORE_EVENTS, _core_event(event, pod, uid))
+        ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {}})
+        node = _named(ctx, "node")
+        ctx.raw.request("POST", "/api/v1/nodes", {"metadata": {"name": node}})
+        out += [
+            ctx.error(ctx.raw.request("POST", V1_EVENTS, _v1_event(event, pod, uid))),
+            ctx.error(ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {}})),
+        ]
+        for path in (f"{V1_EVENTS}/{event}", f"{LEASES_PATH}/{lease}", f"/api/v1/nodes/{node}"):
+            gone = ctx.raw.request("DELETE", path)
+            body = gone.body if isinstance(gone.body, dict) else {}
+            details = {k: v for k, v in (body.get("details") or {}).items() if k != "uid"}
+            out.append({"code": gone.code, "kind": body.get("kind"), "status": body.get("status"),
+                        "apiVersion": body.get("apiVersion"), "details": ctx.scrub(details)})  # fmt: skip
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[1]["body"]["message"] == 'events.events.k8s.io "no-such-event" not found'
+    assert got[2]["code"] == got[3]["code"] == 409
+
+
+# -- pods/eviction and protobuf request bodies ------------------------------------------------
+
+
+def _evict(ctx: Ctx, name: str, body_name: str | None = None, **options: Any) -> Answer:
+    eviction: dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": body_name or name, "namespace": NS},
+    }
+    if options:
+        eviction["deleteOptions"] = options
+    return ctx.raw.request("POST", ctx.raw.pods_path(name, "eviction"), eviction)
+
+
+def test_eviction(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """No PodDisruptionBudget: an eviction is a graceful delete with its DeleteOptions."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, uid = ctx.pod()
+        other, _ = ctx.pod()
+        missing = unique("missing")
+        ctx.secrets[missing] = "<missing>"
+        return [
+            ctx.error(_evict(ctx, name, preconditions={"uid": ZERO_UID})),
+            ctx.error(_evict(ctx, name, body_name=other)),
+            ctx.error(_evict(ctx, name, gracePeriodSeconds=20, preconditions={"uid": uid})),
+            ctx.pod_summary(ctx.raw.get_pod(name)),
+            ctx.error(_evict(ctx, missing)),
+        ]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0]["code"] == 409
+    assert got[1]["code"] == 400
+    assert got[2] == {"code": 201, "body": {"kind": "Status", "status": "Success", "code": 201}}
+    assert (got[3]["deletionTimestamp"], got[3]["deletionGracePeriodSeconds"]) == (True, 20)
+    assert got[4]["code"] == 404
+
+
+def _pb_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _pb(number: int, payload: bytes) -> bytes:
+    return _pb_varint(number << 3 | 2) + _pb_varint(len(payload)) + payload
+
+
+def test_protobuf_request_bodies(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """A protobuf Pod and protobuf DeleteOptions (what client-go sends) are read; garbage is a 400."""
+    pb = "application/vnd.kubernetes.protobuf"
+
+    def scenario(ctx: Ctx) -> Any:
+        name = unique("cmp")
+        ctx.secrets[name] = "<name0>"
+        container = _pb(1, b"app") + _pb(2, IMAGE.encode())
+        spec = _pb(2, container) + _pb(10, NODE.encode())
+        meta = _pb(1, name.encode()) + _pb(3, NS.encode()) + _pb(11, _pb(1, b"app") + _pb(2, b"pb"))
+        body = b"k8s\x00" + _pb(1, _pb(1, b"v1") + _pb(2, b"Pod")) + _pb(2, _pb(1, meta) + _pb(2, spec))
+        created = ctx.raw.request("POST", ctx.raw.pods_path(), body, content_type=pb)
+        labels = created.body.get("metadata", {}).get("labels") if isinstance(created.body, dict) else None
+        # DeleteOptions: gracePeriodSeconds = 0 (field 1, a varint).
+        opts = b"k8s\x00" + _pb(1, _pb(1, b"v1") + _pb(2, b"DeleteOptions")) + _pb(2, b"\x08\x00")
+        deleted = ctx.raw.request("DELETE", ctx.raw.pods_path(name), opts, content_type=pb)
+        garbage = ctx.raw.request("POST", ctx.raw.pods_path(), b"k8s\x00\xff\xff", content_type=pb)
+        return [created.code, labels, deleted.code, ctx.raw.get_pod(name).code, garbage.code]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got == [201, {"app": "pb"}, 200, 404, 400]

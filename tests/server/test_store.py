@@ -409,6 +409,9 @@ def test_nodes(store: Store) -> None:
     assert "namespace" not in s.obj["metadata"] and s.obj["status"]["conditions"][0]["status"] == "True"
     s2 = store.patch("nodes", None, "n1", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
                      subresource="status")  # fmt: skip
-    assert s2.obj["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
+    # Unset condition times are printed null, as kube-apiserver prints them.
+    assert s2.obj["status"]["conditions"] == [
+        {"lastHeartbeatTime": None, "lastTransitionTime": None, "type": "Ready", "status": "False"}
+    ]
     assert [x.name for x in store.list("nodes", label_selector="node-role.kubernetes.io/worker")[0]] == ["n1"]
     assert store.delete("nodes", None, "n1")[1]

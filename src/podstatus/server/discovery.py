@@ -105,6 +105,8 @@ def api_resource_list() -> dict[str, Any]:
                 "categories": ["all"],
             },
             sub("pods/binding", "Binding", True, ["create"]),
+            # kubectl drain evicts only when this names its group and version (policy/v1).
+            {**sub("pods/eviction", "Eviction", True, ["create"]), "group": "policy", "version": "v1"},
             sub("pods/status", "Pod", True, ["get", "patch", "update"]),
             {
                 "name": "events",

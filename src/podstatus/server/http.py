@@ -9,10 +9,12 @@ reset (``Response(abort=True)``), without touching the API logic.
 
 from __future__ import annotations
 
+import base64
 import logging
 import select
 import signal
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -27,8 +29,8 @@ import msgspec
 
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
-from . import discovery
-from .store import RESOURCES, Event, Store, Stored, Watch, bad_request
+from . import bodies, discovery, security
+from .store import RESOURCES, Event, Store, Stored, Watch, bad_request, conflict
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -42,7 +44,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _encode = msgspec.json.encode
-_decode = msgspec.json.decode
 
 # The real API server's limit on request bodies.
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -243,6 +244,8 @@ class ApiHandler:
         if sub is not None:
             if sub == "binding" and resource == "pods" and method == "POST":
                 return self._bind(req, namespace or "", name)
+            if sub == "eviction" and resource == "pods" and method == "POST":
+                return self._evict(req, namespace or "", name)
             if sub != "status" or not info.has_status:
                 # As kube-apiserver answers for a subresource it does not serve (empty details).
                 body = status_body(404, "NotFound", _NOT_FOUND)
@@ -269,17 +272,9 @@ class ApiHandler:
         return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
 
     @staticmethod
-    def _json_body(req: Request) -> bytes:
-        ctype = req.header("content-type").split(";")[0].strip().lower()
-        if ctype not in ("", _JSON, "*/*"):
-            # kube-apiserver's words (it also reads YAML and protobuf; this server reads JSON only).
-            message = (
-                "the body of the request was in an unknown format - accepted media types include: "
-                "application/json, application/yaml, application/vnd.kubernetes.protobuf"
-            )
-            raise ApiError(message, code=415, reason="UnsupportedMediaType",
-                           status=status_body(415, "UnsupportedMediaType", message))  # fmt: skip
-        return req.body
+    def _json_body(req: Request) -> Any:
+        """The request's object: JSON bytes as sent, or a protobuf body decoded to its JSON form."""
+        return bodies.decode_object(req.header("content-type"), req.body)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -423,30 +418,28 @@ class ApiHandler:
 
     @staticmethod
     def _delete_options(req: Request) -> tuple[int | None, str | None, str | None]:
-        grace = _int_param(req.query, "gracePeriodSeconds")
-        uid = rv = None
-        if req.body.strip():
-            try:
-                opts = _decode(req.body)
-            except msgspec.DecodeError as err:
-                raise bad_request(f"invalid DeleteOptions: {err}") from None
-            if not isinstance(opts, dict):
-                raise bad_request("invalid DeleteOptions: not a JSON object")
-            if opts.get("gracePeriodSeconds") is not None:
-                if not isinstance(opts["gracePeriodSeconds"], int):
-                    raise bad_request("invalid DeleteOptions: gracePeriodSeconds must be an integer")
-                grace = opts["gracePeriodSeconds"]
-            pre = opts.get("preconditions") or {}
-            if isinstance(pre, dict):
-                uid = pre.get("uid")
-                rv = pre.get("resourceVersion")
-        return grace, uid, rv
+        opts = bodies.decode_options(req.header("content-type"), req.body, "DeleteOptions")
+        return _parse_delete_options(opts, _int_param(req.query, "gracePeriodSeconds"))
 
     def _delete(self, req: Request, resource: str, namespace: str | None, name: str) -> Response:
         grace, uid, rv = self._delete_options(req)
-        stored, _gone = self.store.delete(
+        stored, gone = self.store.delete(
             resource, namespace, name, grace_period_seconds=grace, uid=uid, resource_version=rv
         )
+        info = RESOURCES[resource]
+        if gone and info.name != "pods":
+            # kube-apiserver answers the removal of anything but a pod with a Status, not the object.
+            details = {"name": name, "group": info.group, "kind": info.name, "uid": stored.uid}
+            if not info.group:
+                del details["group"]
+            ok = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            }
+            return Response.json(200, ok)
         return Response(200, stored.raw)
 
     def _delete_collection(self, req: Request, resource: str, namespace: str | None) -> Response:
@@ -477,17 +470,124 @@ class ApiHandler:
 
     def _bind(self, req: Request, namespace: str, name: str) -> Response:
         self.counter.inc("create")
-        try:
-            body = _decode(self._json_body(req))
-        except msgspec.DecodeError as err:
-            raise bad_request(f"invalid Binding: {err}") from None
-        target = body.get("target") if isinstance(body, dict) else None
+        body = bodies.decode_options(req.header("content-type"), req.body, "Binding") or {}
+        target = body.get("target")
         node = target.get("name") if isinstance(target, dict) else None
         if not isinstance(node, str) or not node:
             raise bad_request("invalid Binding: target.name is required")
         self.store.bind(namespace, name, node)
-        ok = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-        return Response.json(201, ok)
+        return Response.json(201, _SUCCESS_201)
+
+    def _evict(self, req: Request, namespace: str, name: str) -> Response:
+        """policy/v1 Eviction: DisruptionTarget=True, then a delete with the eviction's DeleteOptions.
+
+        This server has no PodDisruptionBudgets, so every eviction is allowed, as in a
+        cluster with none.
+        """
+        self.counter.inc("create")
+        body = bodies.decode_options(req.header("content-type"), req.body, "Eviction") or {}
+        if body.get("kind", "Eviction") != "Eviction" or body.get("apiVersion", "policy/v1") not in (
+            "policy/v1",
+            "policy/v1beta1",
+        ):
+            raise bad_request(
+                f"invalid Eviction: kind {body.get('kind')!r} apiVersion {body.get('apiVersion')!r}"
+            )
+        meta = body.get("metadata") or {}
+        if not isinstance(meta, dict):
+            raise bad_request("invalid Eviction: metadata must be an object")
+        if meta.get("name") not in (None, "", name):
+            raise bad_request("name in URL does not match name in Eviction object")
+        if meta.get("namespace") not in (None, "", namespace):
+            raise bad_request("namespace in URL does not match namespace in Eviction object")
+        opts = body.get("deleteOptions")
+        if opts is not None and not isinstance(opts, dict):
+            raise bad_request("invalid Eviction: deleteOptions must be an object")
+        if opts and opts.get("dryRun"):
+            # Refuse rather than evict for real what the client meant as a rehearsal.
+            raise bad_request("dryRun is not supported by this server")
+        grace, uid, rv = _parse_delete_options(opts, None)
+        new_rv = self._mark_disruption_target(namespace, name, uid, rv)
+        self.store.delete(
+            "pods",
+            namespace,
+            name,
+            grace_period_seconds=grace,
+            uid=uid,
+            resource_version=new_rv if rv else None,
+        )
+        return Response.json(201, _SUCCESS_201)
+
+    def _mark_disruption_target(self, namespace: str, name: str, uid: str | None, rv: str | None) -> str:
+        """kube-apiserver's first step of an eviction: the pod gets ``DisruptionTarget=True``.
+
+        The eviction's preconditions are checked against the pod first (the same 409s as a
+        delete's); the status write is pinned to the version read. Returns the new version.
+        """
+        current = self.store.get("pods", namespace, name)
+        meta = current.metadata
+        if uid and uid != meta.get("uid"):
+            raise conflict(
+                "Pod", name, f"the UID in the precondition ({uid}) does not match the UID in record "
+                f"({meta.get('uid')}). The object might have been deleted and then recreated",
+            )  # fmt: skip
+        if rv and rv != meta.get("resourceVersion"):
+            raise conflict(
+                "Pod", name, f"the ResourceVersion in the precondition ({rv}) does not match the "
+                f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
+            )  # fmt: skip
+        conditions = (current.obj.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
+        # As UpdatePodCondition: the transition time moves only when the status does.
+        since = old.get("lastTransitionTime") if old is not None and old.get("status") == "True" else None
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting",
+            "lastTransitionTime": since or _rfc3339(self.store.now()),
+        }
+        patch = {
+            "metadata": {"resourceVersion": meta.get("resourceVersion")},
+            "status": {"conditions": [condition]},
+        }
+        updated = self.store.patch(
+            "pods",
+            namespace,
+            name,
+            _encode(patch),
+            "application/strategic-merge-patch+json",
+            subresource="status",
+        )
+        return str(updated.metadata.get("resourceVersion"))
+
+
+def _rfc3339(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+_SUCCESS_201 = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _parse_delete_options(
+    opts: Mapping[str, Any] | None, grace: int | None
+) -> tuple[int | None, str | None, str | None]:
+    """(gracePeriodSeconds, preconditions.uid, preconditions.resourceVersion) from DeleteOptions.
+
+    The body's grace period wins over the query's, as in kube-apiserver.
+    """
+    uid = rv = None
+    if opts is None:
+        return grace, uid, rv
+    if opts.get("gracePeriodSeconds") is not None:
+        if not isinstance(opts["gracePeriodSeconds"], int) or isinstance(opts["gracePeriodSeconds"], bool):
+            raise bad_request("invalid DeleteOptions: gracePeriodSeconds must be an integer")
+        grace = opts["gracePeriodSeconds"]
+    pre = opts.get("preconditions") or {}
+    if isinstance(pre, dict):
+        uid = pre.get("uid")
+        rv = pre.get("resourceVersion")
+    return grace, uid, rv
 
 
 _TABLE_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -576,7 +676,7 @@ class _Handler(BaseHTTPRequestHandler):
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
             )
-            response = owner.dispatch(request)
+            response = owner.authenticate(request) or owner.dispatch(request)
         if response.abort:
             self._reset()
             return
@@ -639,6 +739,10 @@ class _Handler(BaseHTTPRequestHandler):
             readable, _, _ = select.select([self.connection], [], [], 0)
             if not readable:
                 return False
+            if isinstance(self.connection, ssl.SSLSocket):
+                # No peeking through TLS; a client sends nothing while it reads a watch, so
+                # anything readable is its close_notify or its FIN.
+                return True
             return self.connection.recv(1, socket.MSG_PEEK) == b""
         except OSError:
             return True
@@ -658,6 +762,12 @@ class EmbeddedApiServer:
     validation, and terminating pods removed when their grace period runs out);
     ``False`` for both behaves as kube-apiserver v1.37.2 with no kubelet. With
     a ``store`` given they default to the store's settings and must agree with them.
+
+    ``token``: when set, every request must carry ``Authorization: Bearer <token>``
+    (else 401); ``tls``: serve HTTPS with this material, or ``True`` for fresh material
+    for loopback and ``host`` (see :mod:`.security`). Both default to off, for tests and
+    in-process use; ``podstatus serve`` turns both on. Both go into :meth:`kubeconfig`;
+    note that client-go and kubectl use a kubeconfig's token only with an https server.
     """
 
     def __init__(
@@ -671,8 +781,20 @@ class EmbeddedApiServer:
         bookmark_interval: float = 60.0,
         strict_status: bool | None = None,
         reap_terminating: bool | None = None,
+        token: str | None = None,
+        tls: security.TlsMaterial | bool = False,
     ) -> None:
         self.host = host
+        if token is not None and not token:
+            raise ValueError("token must not be empty")
+        self.token = token
+        self.tls: security.TlsMaterial | None = (
+            security.generate_tls([host])
+            if tls is True
+            else tls
+            if isinstance(tls, security.TlsMaterial)
+            else None
+        )
         self.port = port
         if store is None:
             store = Store(
@@ -705,7 +827,15 @@ class EmbeddedApiServer:
         if self._httpd is None:
             raise RuntimeError("the server is not started")
         host = self.host if ":" not in self.host else f"[{self.host}]"
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{host}:{self.port}"
+
+    def authenticate(self, request: Request) -> Response | None:
+        """None when the request may go on; else kube-apiserver's 401."""
+        if self.token is None or security.bearer_ok(request.header("authorization"), self.token):
+            return None
+        log.info("unauthenticated request refused", extra={"method": request.method, "path": request.path})
+        return _status_error(401, "Unauthorized", "Unauthorized")
 
     def start(self) -> EmbeddedApiServer:
         if self._httpd is not None:
@@ -714,6 +844,11 @@ class EmbeddedApiServer:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         server_class = type("_Server", (_HttpServer,), {"address_family": family})
         httpd = server_class((self.host, self.port), _Handler)
+        if self.tls is not None:
+            # The handshake happens on the handler's thread, at its first read, so a slow
+            # client never holds up accept().
+            context = security.server_context(self.tls)
+            httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
         httpd.owner = self
         self.port = httpd.server_address[1]
         self._httpd = httpd
@@ -724,6 +859,13 @@ class EmbeddedApiServer:
         for t in self._threads:
             t.start()
         log.info("embedded API server listening on %s", self.url)
+        if not security.is_loopback(self.host):
+            log.warning(
+                "the embedded API server listens on %s, reachable from other machines%s",
+                self.host,
+                "" if self.token else ", with NO authentication",
+                extra={"host": self.host, "token": self.token is not None, "tls": self.tls is not None},
+            )
         return self
 
     def stop(self) -> None:
@@ -754,12 +896,16 @@ class EmbeddedApiServer:
                 log.exception("reaping terminating pods failed")
 
     def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
-        """A kubeconfig (as a dict) pointing at this server: plain HTTP, no auth."""
+        """A kubeconfig (as a dict) pointing at this server, with its CA and token when it has them."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.tls is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.tls.ca_pem).decode("ascii")
+        user: dict[str, Any] = {"token": self.token} if self.token else {}
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "podstatus", "cluster": {"server": self.url}}],
-            "users": [{"name": "podstatus", "user": {}}],
+            "clusters": [{"name": "podstatus", "cluster": cluster}],
+            "users": [{"name": "podstatus", "user": user}],
             "contexts": [
                 {
                     "name": "podstatus",
@@ -771,11 +917,12 @@ class EmbeddedApiServer:
         }
 
     def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
-        """Write :meth:`kubeconfig` to ``path`` (JSON is valid YAML); returns the path."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(msgspec.json.format(_encode(self.kubeconfig(namespace=namespace))) + b"\n")
-        return target
+        """Write :meth:`kubeconfig` to ``path`` (JSON is valid YAML); returns the path.
+
+        Mode 0600, never through a symlink (:func:`.security.write_private`): it may hold a token.
+        """
+        data = msgspec.json.format(_encode(self.kubeconfig(namespace=namespace))) + b"\n"
+        return security.write_private(path, data)
 
 
 def serve(
@@ -785,6 +932,8 @@ def serve(
     *,
     store: Store | None = None,
     ready: Callable[[EmbeddedApiServer], None] | None = None,
+    token: str | None = None,
+    tls: security.TlsMaterial | bool = False,
 ) -> None:
     """Run a server until SIGINT or SIGTERM (call from the main thread).
 
@@ -798,7 +947,7 @@ def serve(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with EmbeddedApiServer(host, port, store=store) as server:
+        with EmbeddedApiServer(host, port, store=store, token=token, tls=tls) as server:
             if kubeconfig_path is not None:
                 server.write_kubeconfig(kubeconfig_path)
             log.info("serving the Kubernetes API on %s", server.url)

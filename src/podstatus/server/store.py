@@ -1,4 +1,4 @@
-"""The embedded API server's in-memory object store: pods and nodes (namespaces implied).
+"""The embedded API server's in-memory object store: pods, nodes, Leases, Events (namespaces implied).
 
 It does what the real API server's registry does for these resources: defaulting,
 validation, resourceVersion concurrency, UID preconditions, graceful deletion and
@@ -160,6 +160,8 @@ class Strategy:
 
     # True when the wire form differs from the stored one (from_storage/to_storage convert).
     converts = False
+    # Seconds an object lives after its last write (None: for ever).
+    ttl: float | None = None
 
     def to_storage(self, obj: dict[str, Any]) -> dict[str, Any]:
         """A request body (already checked to be this kind) in the stored form."""
@@ -845,6 +847,8 @@ class Store:
         self._namespaces: dict[str, Stored] = {}
         # (deadline, namespace, name, uid) of pods being deleted gracefully
         self._deadlines: list[tuple[float, str, str, str]] = []
+        # (expiry, storage, namespace, name, resourceVersion) of objects with a TTL (Events)
+        self._expiries: list[tuple[float, str, str, str, int]] = []
         self._closed = False
         for ns in _DEFAULT_NAMESPACES:
             self._ensure_namespace(ns)
@@ -919,6 +923,11 @@ class Store:
         # Caller holds the lock and has assigned stored.rv == self._rv + 1.
         self._rv = stored.rv
         self._ring[stored.rv % self._size] = Event(type_, info.storage, namespace, stored, old, stored.rv)
+        ttl = info.strategy.ttl if info.strategy is not None else None
+        if ttl and type_ != "DELETED":
+            heapq.heappush(
+                self._expiries, (self._clock() + ttl, info.storage, namespace, stored.name, stored.rv)
+            )
         self._changed.notify_all()
         log.debug("%s %s %s/%s rv=%d", type_, info.name, namespace, stored.name, stored.rv)
 
@@ -1525,11 +1534,27 @@ class Store:
     def _maybe_reap(self) -> None:
         if self._deadlines and self._deadlines[0][0] <= self._clock():
             self._reap_locked()
+        if self._expiries and self._expiries[0][0] <= self._clock():
+            self._expire_locked()
 
     def reap(self) -> int:
-        """Remove pods whose graceful deletion ran out; returns how many went."""
+        """Remove pods whose graceful deletion ran out (and expired Events); returns how many pods went."""
         with self._lock:
+            self._expire_locked()
             return self._reap_locked()
+
+    def _expire_locked(self) -> int:
+        """Remove objects whose TTL ran out since their last write (etcd leases on the real server)."""
+        count = 0
+        now = self._clock()
+        while self._expiries and self._expiries[0][0] <= now:
+            _, storage, ns, name, rv = heapq.heappop(self._expiries)
+            current = (self._objects.get(storage) or {}).get(ns, {}).get(name)
+            if current is None or current.rv != rv:
+                continue  # gone already, or written again since (a later expiry is queued)
+            self._remove(RESOURCES[storage], ns, current)
+            count += 1
+        return count
 
     def _reap_locked(self) -> int:
         count = 0
