@@ -57,6 +57,10 @@ def _serve(port: int, kubeconfig: Path) -> subprocess.Popen[str]:
             str(port),
             "--kubeconfig",
             str(kubeconfig),
+            # Plain HTTP without a token: with the defaults a restarted server would also bring a
+            # new token and CA, which the running simulation (its kubeconfig read once) would not have.
+            "--no-token",
+            "--no-tls",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
