@@ -218,6 +218,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
         server = _make_server("127.0.0.1", 0, args.faults)
         server.start()
+        # Pods need their namespace (as on a real cluster, where it is created first).
+        for ns in sorted(
+            {str((m.get("metadata") or {}).get("namespace") or args.namespace) for m in manifests}
+        ):
+            server.store.ensure_namespace(ns)
         # A fresh private directory, not a predictable name in the shared temp folder.
         kubeconfig = args.write_kubeconfig or str(private_dir("podstatus-simulate-") / "kubeconfig")
         server.write_kubeconfig(kubeconfig)

@@ -45,7 +45,10 @@ def clock() -> Clock:
 
 @pytest.fixture
 def store(clock: Clock) -> Store:
-    return Store(clock=clock, history_size=50)
+    store = Store(clock=clock, history_size=50)
+    for ns in ("a", "b", "other", "ns"):
+        store.ensure_namespace(ns)
+    return store
 
 
 def test_create_sets_metadata_defaults_and_pending_status(store: Store) -> None:

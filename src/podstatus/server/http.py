@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 import select
 import signal
 import socket
@@ -29,8 +30,8 @@ import msgspec
 
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
-from . import bodies, discovery, security
-from .store import RESOURCES, Event, Store, Stored, Watch, bad_request, conflict
+from . import bodies, discovery, negotiation, schema, security
+from .store import RESOURCES, Event, FieldError, Store, Stored, Watch, bad_request, conflict
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -77,6 +78,8 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     stream: Iterator[bytes] | None = None
     abort: bool = False
+    # One ``Warning: 299 - "..."`` header each (unknown fields under fieldValidation=Warn).
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def json(cls, status: int, data: Any) -> Response:
@@ -103,13 +106,11 @@ def _flag(value: str | None) -> bool | None:
 
 
 def _int_param(query: Mapping[str, str], name: str) -> int | None:
+    """An int64 query parameter, parsed as the real server parses it (Go's strconv.ParseInt)."""
     value = query.get(name)
-    if value in (None, ""):
+    if value is None or value == "":
         return None
-    try:
-        return int(str(value))
-    except ValueError:
-        raise bad_request(f"invalid value for {name}: {value!r}") from None
+    return negotiation.parse_int64(value)
 
 
 class ApiHandler:
@@ -137,6 +138,9 @@ class ApiHandler:
 
     def handle(self, request: Request) -> Response:
         try:
+            refused = negotiation.check_accept(request.path, request.header("accept"))
+            if refused is not None:
+                return Response(406, _encode(refused))
             return self._route(request)
         except ApiError as err:
             return Response.error(err)
@@ -149,7 +153,9 @@ class ApiHandler:
     def _route(self, req: Request) -> Response:
         parts = [p for p in req.path.split("/") if p]
         if not parts:
-            return Response.json(200, {"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
+            return Response.json(
+                200, {"paths": ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]}
+            )
         head = parts[0]
         if head == "api":
             if len(parts) == 1:
@@ -167,6 +173,8 @@ class ApiHandler:
             return self._read_only(req, discovery.version_info())
         if head in ("healthz", "livez", "readyz"):
             return Response(200, b"ok", content_type="text/plain; charset=utf-8")
+        if head == "openapi" and parts[1:] == ["v2"]:
+            return self._read_only(req, discovery.openapi_v2_document())
         if head == "openapi" and len(parts) >= 2 and parts[1] == "v3":
             if req.method != "GET":
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
@@ -219,9 +227,6 @@ class ApiHandler:
         name = parts[1] if len(parts) > 1 else None
         sub = parts[2] if len(parts) > 2 else None
         method = req.method
-        if req.query.get("dryRun") and method != "GET":
-            # Refuse rather than write for real what the client meant as a rehearsal.
-            raise bad_request("dryRun is not supported by this server")
         if watch_path or (name is None and method == "GET" and _flag(req.query.get("watch"))):
             if method != "GET":
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
@@ -234,10 +239,11 @@ class ApiHandler:
         if name is None:
             if method == "GET":
                 return self._list(req, resource, namespace)
-            if method == "POST" and info.namespaced == (namespace is not None) and resource != "namespaces":
+            if method == "POST" and info.namespaced == (namespace is not None):
                 self.counter.inc("create")
-                stored = self.store.create(resource, namespace, self._json_body(req))
-                return Response(201, stored.raw)
+                options = negotiation.write_options(req.query, "CreateOptions")
+                stored = self.store.create(resource, namespace, self._json_body(req), options=options)
+                return Response(201, stored.raw, warnings=options.warnings)
             if method == "DELETE" and resource != "namespaces":
                 return self._delete_collection(req, resource, namespace)
             return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
@@ -259,13 +265,19 @@ class ApiHandler:
             return self._object(req, resource, stored)
         if method == "PUT":
             self.counter.inc("update")
-            stored = self.store.update(resource, namespace, name, self._json_body(req), subresource=sub)
-            return Response(200, stored.raw)
+            options = negotiation.write_options(req.query, "UpdateOptions")
+            stored = self.store.update(
+                resource, namespace, name, self._json_body(req), subresource=sub, options=options
+            )
+            return Response(200, stored.raw, warnings=options.warnings)
         if method == "PATCH":
             self.counter.inc("patch")
             ctype = req.header("content-type") or "application/strategic-merge-patch+json"
-            stored = self.store.patch(resource, namespace, name, req.body, ctype, subresource=sub)
-            return Response(200, stored.raw)
+            options = negotiation.write_options(req.query, "PatchOptions")
+            stored = self.store.patch(
+                resource, namespace, name, req.body, ctype, subresource=sub, options=options
+            )
+            return Response(200, stored.raw, warnings=options.warnings)
         if method == "DELETE":
             self.counter.inc("delete")
             return self._delete(req, resource, namespace, name)
@@ -294,16 +306,36 @@ class ApiHandler:
 
     def _list(self, req: Request, resource: str, namespace: str | None) -> Response:
         self.counter.inc("list")
-        items, rv = self.store.list(
+        q = req.query
+        limit = _int_param(q, "limit")
+        token = q.get("continue") or None
+        if token and q.get("resourceVersion") not in (None, "", "0"):
+            raise bad_request("specifying resource version is not allowed when using continue")
+        exact: int | None = None
+        if not token:
+            self._wait_for_resource_version(q.get("resourceVersion"))
+            # An exact read: asked for, or (the legacy form) a limit with a resourceVersion.
+            wanted, match = q.get("resourceVersion"), q.get("resourceVersionMatch")
+            if wanted not in (None, "", "0") and (match == "Exact" or (not match and limit and limit > 0)):
+                exact = int(str(wanted))
+        page = self.store.list_page(
             resource,
             namespace,
-            label_selector=req.query.get("labelSelector"),
-            field_selector=req.query.get("fieldSelector"),
+            label_selector=q.get("labelSelector"),
+            field_selector=q.get("fieldSelector"),
+            limit=limit,
+            continue_token=token,
+            exact_resource_version=exact,
         )
+        items, rv = page.items, page.rv
         if self._wants_table(req, resource):
             data = discovery.table(
                 resource, items, rv, include_object=req.query.get("includeObject", ""), now=self.store.now()
             )
+            if page.continue_token:
+                data["metadata"]["continue"] = page.continue_token
+                if page.remaining is not None:
+                    data["metadata"]["remainingItemCount"] = page.remaining
             return Response(200, _encode(data), content_type=_TABLE_TYPE)
         info = RESOURCES[resource]
         # Items are stored encoded: the list is a join, not a re-encode.
@@ -315,16 +347,41 @@ class ApiHandler:
                 info.api_version.encode(),
                 b'","metadata":{"resourceVersion":"',
                 str(rv).encode(),
-                b'"},"items":[',
+                b'"',
+                _list_meta_extra(page.continue_token, page.remaining),
+                b'},"items":[',
                 b",".join(s.raw for s in items),
                 b"]}",
             )
         )
         return Response(200, body)
 
+    def _wait_for_resource_version(self, value: str | None) -> None:
+        """A read at a resourceVersion newer than the store's waits for it up to 3 s (the watch
+        cache's blockTimeout), then answers 504 "Too large resource version"."""
+        if value in (None, "", "0"):
+            return
+        try:
+            wanted = int(str(value))
+        except ValueError:
+            raise bad_request(f'invalid resource version "{value}"') from None
+        if not self.store.wait_for_resource_version(wanted, _TOO_NEW_WAIT_SECONDS):
+            raise _too_large_resource_version(wanted, self.store.resource_version)
+
     def _watch(self, req: Request, resource: str, namespace: str | None) -> Response:
         self.counter.inc("watch")
         q = req.query
+        if _flag(q.get("sendInitialEvents")):
+            # A watch-list waits for the store to reach its resourceVersion; past the wait the
+            # stream carries one ERROR event. A plain watch from a future resourceVersion just
+            # waits for the events after it, as on the real server.
+            try:
+                self._wait_for_resource_version(q.get("resourceVersion"))
+            except ApiError as err:
+                if err.code != 504:
+                    raise
+                line = b'{"type":"ERROR","object":' + _encode(err.status) + b"}\n"
+                return Response(200, stream=iter([line]))
         watch = self.store.watch(
             resource,
             namespace,
@@ -417,14 +474,33 @@ class ApiHandler:
     # -- deletes -----------------------------------------------------------------------
 
     @staticmethod
-    def _delete_options(req: Request) -> tuple[int | None, str | None, str | None]:
+    def _delete_options(req: Request) -> tuple[int | None, str | None, str | None, bool]:
+        """Grace period, preconditions and dry run: from the body (JSON, YAML or protobuf) when
+        there is one, else from the query (the real server reads one or the other, never both)."""
         opts = bodies.decode_options(req.header("content-type"), req.body, "DeleteOptions")
-        return _parse_delete_options(opts, _int_param(req.query, "gracePeriodSeconds"))
+        if opts is None:
+            dry = req.query.get("dryRun")
+            if dry is not None and dry != "All":
+                raise _bad_dry_run([dry])
+            return _int_param(req.query, "gracePeriodSeconds"), None, None, dry == "All"
+        found = schema.prune("v1/DeleteOptions", dict(opts))
+        if found.range_error:
+            raise bad_request(found.range_error)
+        dry_run = opts.get("dryRun") or []
+        if not isinstance(dry_run, list) or any(v != "All" for v in dry_run):
+            raise _bad_dry_run(dry_run)
+        return (*_parse_delete_options(opts, None), bool(dry_run))
 
     def _delete(self, req: Request, resource: str, namespace: str | None, name: str) -> Response:
-        grace, uid, rv = self._delete_options(req)
+        grace, uid, rv, dry_run = self._delete_options(req)
         stored, gone = self.store.delete(
-            resource, namespace, name, grace_period_seconds=grace, uid=uid, resource_version=rv
+            resource,
+            namespace,
+            name,
+            grace_period_seconds=grace,
+            uid=uid,
+            resource_version=rv,
+            dry_run=dry_run,
         )
         info = RESOURCES[resource]
         if gone and info.name != "pods":
@@ -444,7 +520,7 @@ class ApiHandler:
 
     def _delete_collection(self, req: Request, resource: str, namespace: str | None) -> Response:
         self.counter.inc("deletecollection")
-        grace, _, _ = self._delete_options(req)
+        grace, _, _, dry_run = self._delete_options(req)
         items, rv = self.store.list(
             resource,
             namespace,
@@ -455,7 +531,9 @@ class ApiHandler:
         for item in items:
             ns = item.metadata.get("namespace")
             try:
-                stored, _ = self.store.delete(resource, ns, item.name, grace_period_seconds=grace)
+                stored, _ = self.store.delete(
+                    resource, ns, item.name, grace_period_seconds=grace, dry_run=dry_run
+                )
             except ApiError as err:
                 if err.code == 404:
                     continue
@@ -569,6 +647,12 @@ def _rfc3339(ts: float) -> str:
 _SUCCESS_201 = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
+def _bad_dry_run(value: Any) -> ApiError:
+    return negotiation.invalid_options(
+        "DeleteOptions", [FieldError("dryRun", "Unsupported value", value, 'supported values: "All"')]
+    )
+
+
 def _parse_delete_options(
     opts: Mapping[str, Any] | None, grace: int | None
 ) -> tuple[int | None, str | None, str | None]:
@@ -591,9 +675,57 @@ def _parse_delete_options(
 
 
 _TABLE_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+# How long a read waits for a resourceVersion the store has not reached (the real watch cache's 3 s).
+_TOO_NEW_WAIT_SECONDS = 3.0
+
+
+def _too_large_resource_version(wanted: int, current: int) -> ApiError:
+    message = f"Timeout: Too large resource version: {wanted}, current: {current}"
+    status = status_body(
+        504, "Timeout", message,
+        causes=[{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        retryAfterSeconds=1,
+    )  # fmt: skip
+    return ApiError(message, code=504, reason="Timeout", status=status)
+
+
+def _list_meta_extra(continue_token: str, remaining: int | None) -> bytes:
+    """``,"continue":...,"remainingItemCount":N`` of a list's metadata (empty on the last page)."""
+    if not continue_token:
+        return b""
+    out = b',"continue":' + _encode(continue_token)
+    if remaining is not None:
+        out += b',"remainingItemCount":' + str(remaining).encode()
+    return out
+
+
+def _warning_value(text: str) -> str:
+    """A ``Warning`` header value as the real server writes it (code 299, agent ``-``)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    # Header values are latin-1 and single-line; anything else is escaped away.
+    safe = (
+        escaped.encode("latin-1", "backslashreplace").decode("latin-1").replace("\r", " ").replace("\n", " ")
+    )
+    return f'299 - "{safe}"'
 
 
 # --- the HTTP server -----------------------------------------------------------------
+
+
+_DIGITS = re.compile(r"[0-9]{1,19}")
+_CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
+_MAX_CHUNK_LINE = 4096
+_MAX_TRAILERS = 64
+# A body over the limit is read and dropped up to this many times the limit, then the connection closes.
+_DRAIN_FACTOR = 16
+
+
+class _FramingError(ValueError):
+    """A request whose body framing is broken: answered with ``code`` and the connection closed."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -624,42 +756,83 @@ class _Handler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
 
     def _read_body(self, limit: int) -> bytes | None:
-        """The request body, or None when it is larger than ``limit``."""
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                line = self.rfile.readline(65537)
-                n = int(line.split(b";")[0].strip() or b"0", 16)
-                if n == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(chunks)
-                size += n
-                if size > limit:
-                    return None
-                chunks.append(self.rfile.read(n))
-                self.rfile.readline(65537)
-        length = int(self.headers.get("Content-Length") or 0)
+        """The request body, or None when it is larger than ``limit``; ValueError for bad framing.
+
+        Framing is parsed strictly, as Go's net/http does: a chunk size is 1 to 16 hex digits
+        (no sign, no spaces), each chunk ends in CRLF, a Content-Length is digits only, and
+        both together are refused. The size is checked before anything is read, so no
+        framing trick reads more than ``limit`` bytes of body.
+        """
+        te = self.headers.get("Transfer-Encoding")
+        cl = self.headers.get("Content-Length")
+        if te is not None:
+            if te.strip().lower() != "chunked":
+                raise _FramingError(501, f"unsupported transfer encoding: {te!r}")
+            if cl is not None:
+                raise _FramingError(400, "Transfer-Encoding and Content-Length cannot be sent together")
+            return self._read_chunked(limit)
+        if cl is None or cl.strip() == "":
+            return b""
+        if not _DIGITS.fullmatch(cl.strip()):
+            raise _FramingError(400, f"bad Content-Length {cl!r}")
+        length = int(cl.strip())
         if length > limit:
             # Drain a moderately large body so the client reads our 413 instead of a reset.
-            left = length if length <= 16 * limit else 0
+            left = length if length <= _DRAIN_FACTOR * limit else 0
             while left > 0:
                 got = self.rfile.read(min(left, 1 << 20))
                 if not got:
                     break
                 left -= len(got)
             return None
-        return self.rfile.read(length) if length > 0 else b""
+        body = self.rfile.read(length) if length > 0 else b""
+        if len(body) != length:
+            raise _FramingError(400, "unexpected EOF reading the body")
+        return body
+
+    def _read_chunked(self, limit: int) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            line = self.rfile.readline(_MAX_CHUNK_LINE + 1)
+            if not line.endswith(b"\n") or len(line) > _MAX_CHUNK_LINE:
+                raise _FramingError(400, "malformed chunked encoding")
+            token = line.rstrip(b"\r\n").split(b";", 1)[0]
+            if not _CHUNK_SIZE.fullmatch(token):
+                raise _FramingError(400, "malformed chunked encoding: invalid chunk size")
+            n = int(token, 16)
+            if n == 0:
+                # Trailers, bounded, up to the empty line.
+                for _ in range(_MAX_TRAILERS + 1):
+                    trailer = self.rfile.readline(_MAX_CHUNK_LINE + 1)
+                    if trailer in (b"\r\n", b"\n"):
+                        return b"".join(chunks) if size <= limit else None
+                    if not trailer.endswith(b"\n"):
+                        break
+                raise _FramingError(400, "malformed chunked encoding: bad trailer")
+            size += n
+            if size > limit:
+                # Too large: the rest is read and dropped (up to a bound, chunk by chunk, never held)
+                # so the client reads the 413 instead of a reset; past the bound the connection goes.
+                if size > _DRAIN_FACTOR * limit:
+                    return None
+                chunks = []
+            data = self.rfile.read(n)
+            if len(data) != n or self.rfile.read(2) != b"\r\n":
+                raise _FramingError(400, "malformed chunked encoding: bad chunk data")
+            if size <= limit:
+                chunks.append(data)
 
     def _serve(self) -> None:
         owner = self.server.owner
         started = time.perf_counter()
         try:
             body = self._read_body(owner.max_body_bytes)
-        except ValueError:
+        except _FramingError as err:
+            # The rest of the stream cannot be trusted: answer and close.
             self.close_connection = True
-            self._write(_status_error(400, "BadRequest", "malformed request body framing"))
+            reason = "BadRequest" if err.code == 400 else "NotImplemented"
+            self._write(_status_error(err.code, reason, str(err)))
             return
         if body is None:
             # The rest of the body is never read: the connection cannot be reused.
@@ -706,6 +879,7 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         lines += [f"{k}: {v}" for k, v in response.headers.items()]
         lines += [f"{k}: {v}" for k, v in extra]
+        lines += [f"Warning: {_warning_value(w)}" for w in response.warnings]
         if self.close_connection:
             lines.append("Connection: close")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
