@@ -33,6 +33,7 @@ from lightkube.resources.core_v1 import Pod as LkPod
 
 from podstatus.clients.http import HttpKubeClient
 from podstatus.server import EmbeddedApiServer
+from podstatus.server.security import generate_token
 from podstatus.simulator import NodeAgent, Timings
 from testkit import kubectl_path, old_kubectl_path
 
@@ -66,13 +67,21 @@ def pod_manifest(name: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """An embedded server, the simulated node agent, and two pods it runs (Running and Ready)."""
+@pytest.fixture(scope="module", params=["http", "https-token"])
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """An embedded server, the simulated node agent, and two pods it runs (Running and Ready).
+
+    Plain HTTP (the embedded server's default), and HTTPS with a bearer token (what
+    ``podstatus serve`` gives a new user): every client reads the kubeconfig the server wrote.
+    """
     home = tmp_path_factory.mktemp("matrix-home")
-    with EmbeddedApiServer() as server:
+    secure = request.param == "https-token"
+    token = generate_token() if secure else None
+    with EmbeddedApiServer(token=token, tls=secure) as server:
         kubeconfig = server.write_kubeconfig(home / "config")
-        client = HttpKubeClient(server.url)
+        client = HttpKubeClient.from_kubeconfig(str(kubeconfig))
         agent = NodeAgent(client, NODE, timings=TIMINGS, manager_options={"fast_path": True})
         agent.register_node()
         agent.start()
@@ -310,7 +319,10 @@ class Asyncio(Adapter):
             async with kubernetes_asyncio.client.ApiClient(config) as api_client:
                 v1 = kubernetes_asyncio.client.CoreV1Api(api_client)
                 result = await fn(v1, api_client)
-                return api_client.sanitize_for_serialization(result)
+                answer = api_client.sanitize_for_serialization(result)
+            # aiohttp closes TLS connections a moment after its session: let it, before the loop ends.
+            await asyncio.sleep(0.05)
+            return answer
 
         return asyncio.run(main())
 
@@ -338,18 +350,17 @@ class Asyncio(Adapter):
             await asyncio.to_thread(create)
             events = []
             w = kubernetes_asyncio.watch.Watch()
+            # Until the server ends the watch: a watch cut short by the client leaks its TLS socket
+            # (aiohttp's Watch.close() hands the open stream back to a pool it has just closed).
             async with w.stream(
                 v1.list_namespaced_pod,
                 NAMESPACE,
                 field_selector=f"metadata.name={name}",
                 resource_version=rv,
-                timeout_seconds=int(WAIT),
+                timeout_seconds=6,
             ) as stream:
                 async for event in stream:
-                    pod = api_client.sanitize_for_serialization(event["object"])
-                    events.append([event["type"], pod])
-                    if _ready(pod):
-                        w.stop()
+                    events.append([event["type"], api_client.sanitize_for_serialization(event["object"])])
             return events
 
         return [(kind, pod) for kind, pod in self._call(watch)]
@@ -430,6 +441,12 @@ class Kr8s(Adapter):
 
     def __init__(self, cluster: dict[str, Any]) -> None:
         self.api = kr8s.api(kubeconfig=cluster["kubeconfig"])
+
+    def close(self) -> None:
+        # kr8s has no public close: its HTTP session lives on kr8s's own event loop thread.
+        session = getattr(self.api, "_session", None)
+        if session is not None and not session.is_closed:
+            kr8s._async_utils.Portal().call(session.aclose)
 
     def nodes(self) -> list[dict[str, Any]]:
         return [n.raw for n in self.api.get("nodes")]
