@@ -28,7 +28,15 @@ import msgspec
 
 from . import node
 from .conditions import is_terminal_phase
-from .errors import ApiError
+from .errors import (
+    ApiError,
+    ConflictError,
+    ConnectionFailedError,
+    NotFoundError,
+    RequestTimeoutError,
+    ServerError,
+    TooManyRequestsError,
+)
 from .manager import Manager, SyncRecord
 from .node.heartbeat import node_system_info
 from .node.provider import NodeDescription
@@ -291,10 +299,33 @@ class SimulationResult:
     settled: bool
     watch_errors: int
     controller_writes: int = 0
+    # The world the run made, and what became of it (see docs/design.md, "simulate keeps count").
+    lost: list[str] = field(default_factory=list)  # created, then gone without the simulation deleting them
+    not_created: list[str] = field(default_factory=list)  # never created, with why
+    create_retries: int = 0  # create attempts repeated after a transient failure
+    creates_adopted: int = 0  # a retry found the earlier, unanswered attempt had landed
+    node_registrations: int = 1  # 1: registered once; more: the Node vanished and was registered again
+    node_checks: int = 0  # GETs of the Node made to notice it vanished
+    final_state_known: bool = True  # the final list of the node's pods succeeded
+
+    @property
+    def invariants_ok(self) -> bool:
+        return all(i.violations == 0 for i in self.invariants)
+
+    def failures(self) -> list[str]:
+        """Why the run failed, one line each; empty when it did what it claims."""
+        out = [f"{i.name}: {i.violations} violations" for i in self.invariants if i.violations]
+        if self.lost:
+            out.append(f"{len(self.lost)} pods lost (gone from the server without being deleted)")
+        if self.not_created:
+            out.append(f"{len(self.not_created)} pods never created")
+        if not self.final_state_known:
+            out.append("the node's pods could not be listed at the end")
+        return out
 
     @property
     def ok(self) -> bool:
-        return all(i.violations == 0 for i in self.invariants)
+        return not self.failures()
 
     def percentile(self, q: float) -> float | None:
         if not self.latencies:
@@ -322,8 +353,15 @@ class Simulation:
         request_counter: Any = None,
         on_progress: Callable[[dict[str, int]], None] | None = None,
         on_sync: Callable[[SyncRecord], None] | None = None,
+        create_attempts: int = 10,
+        create_backoff: float = 0.1,
+        create_backoff_max: float = 2.0,
     ) -> None:
         self.checker = InvariantChecker()
+        # Bounded: 10 attempts from 0.1 s doubling to 2 s ride out ~10 s of an unreachable server.
+        self.create_attempts = create_attempts
+        self.create_backoff = create_backoff
+        self.create_backoff_max = create_backoff_max
         self.raw_client = client
         self.client = CheckedClient(client, self.checker)
         self.manifests = manifests
@@ -349,6 +387,17 @@ class Simulation:
             on_event=self.checker.observe_event,
         )
         self._created: dict[tuple[str, str], str] = {}
+        # Every UID the simulation created (key by UID) and the ones it deleted itself.
+        self._created_uids: dict[str, str] = {}
+        self._deleted_by_us: set[str] = set()
+        self._not_created: list[str] = []
+        self.create_retries = 0
+        self.creates_adopted = 0
+        self.node_registrations = 0
+        self.node_checks = 0  # GETs of the Node (not the pods' status traffic)
+        self.node_check_interval = 10.0
+        self._node_checked_at = 0.0
+        self._watch_errors_seen = 0
         self._gates_set: set[str] = set()
         self._victims: set[str] = set()
         # Status writes of the outside controller (readiness gates), not the node's.
@@ -370,20 +419,95 @@ class Simulation:
         for i, manifest in enumerate(self.manifests):
             manifest = msgspec.json.decode(msgspec.json.encode(manifest))
             manifest.setdefault("spec", {})["nodeName"] = self.node_name
+            if time.monotonic() > deadline:
+                self._not_created.append(f"{_manifest_key(manifest)}: --duration ended before its turn")
+                continue
             target = start + spread * i / max(1, len(self.manifests))
             delay = target - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+            self._check_node()
+            pod = self._create(manifest, deadline)
+            if pod is not None and self.on_progress is not None and i % 10 == 0:
+                self.on_progress(self.progress())
+
+    def _create(self, manifest: dict[str, Any], deadline: float) -> Pod | None:
+        """Create one pod, retrying transient failures with a bounded back-off; None if it never was."""
+        key = _manifest_key(manifest)
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 pod = self.client.create_pod(manifest)
+            except ConflictError as err:
+                # After an attempt whose answer was lost, "already exists" means it landed.
+                adopted = self._adopt(manifest) if attempt > 1 and err.reason == "AlreadyExists" else None
+                if adopted is None:
+                    self._not_created.append(f"{key}: {err}")
+                    log.warning("could not create pod=%s: %s", key, err)
+                    return None
+                pod = adopted
+                self.creates_adopted += 1
             except ApiError as err:
-                log.warning("could not create pod %s: %s", manifest.get("metadata", {}).get("name"), err)
+                out_of_time = time.monotonic() >= deadline
+                if not _transient(err) or attempt >= self.create_attempts or out_of_time:
+                    self._not_created.append(f"{key}: {err} (after {attempt} attempts)")
+                    log.warning("could not create pod=%s attempts=%d: %s", key, attempt, err)
+                    return None
+                backoff = min(self.create_backoff_max, self.create_backoff * 2 ** (attempt - 1))
+                # Jitter, so retries after a server restart do not come back all at once.
+                wait = err.retry_after or backoff * self.rng.uniform(0.5, 1.0)
+                self.create_retries += 1
+                self._check_node(force=True)
+                log.info("create pod=%s attempt=%d failed, retrying in %.2fs: %s", key, attempt, wait, err)
+                time.sleep(min(wait, max(0.0, deadline - time.monotonic())))
                 continue
-            self._created[(pod.namespace, pod.name)] = pod.uid
-            if self.on_progress is not None and i % 10 == 0:
-                self.on_progress(self.progress())
-            if time.monotonic() > deadline:
-                break
+            self._record_created(pod)
+            return pod
+
+    def _adopt(self, manifest: dict[str, Any]) -> Pod | None:
+        meta = manifest.get("metadata") or {}
+        try:
+            pod: Pod = self.raw_client.get_pod(meta.get("namespace") or "default", meta.get("name") or "")
+        except ApiError:
+            return None
+        # Ours only if it is on our node and nobody else made it (no other copy of ours has this name).
+        if pod.spec.node_name != self.node_name or pod.uid in self._created_uids:
+            return None
+        return pod
+
+    def _record_created(self, pod: Pod) -> None:
+        self._created[(pod.namespace, pod.name)] = pod.uid
+        self._created_uids[pod.uid] = f"{pod.namespace}/{pod.name}"
+
+    def _check_node(self, *, force: bool = False) -> None:
+        """Register the Node again when it is gone (an API server that restarted empty).
+
+        Asked after a sign of trouble (a watch error, a failed create) and otherwise every
+        ``node_check_interval`` seconds, so a healthy run spends almost no requests on it.
+        """
+        now = time.monotonic()
+        get_node = getattr(self.raw_client, "get_node", None)
+        trouble = force or self.agent.watch_errors != self._watch_errors_seen
+        if get_node is None or (not trouble and now - self._node_checked_at < self.node_check_interval):
+            return
+        if trouble and now - self._node_checked_at < 0.5:
+            return  # at most twice a second while the server is in trouble
+        self._node_checked_at = now
+        self._watch_errors_seen = self.agent.watch_errors
+        self.node_checks += 1
+        try:
+            get_node(self.node_name)
+        except NotFoundError:
+            log.warning("node=%s is gone from the API server: registering it again", self.node_name)
+            try:
+                self.agent.register_node()
+                self.node_registrations += 1
+            except ApiError as err:
+                log.warning("registering node=%s again failed: %s", self.node_name, err)
+        except ApiError as err:
+            log.info("node check: %s", err)
+            self._watch_errors_seen = -1  # still in trouble: ask again soon
 
     def _set_gates(self) -> None:
         """An outside controller (a load balancer) marks readiness gates once containers are ready."""
@@ -427,6 +551,7 @@ class Simulation:
                     sim.pod.namespace, sim.pod.name, grace_period_seconds=30, uid=sim.uid
                 )
                 self._victims.add(sim.uid)
+                self._deleted_by_us.add(sim.uid)
             except ApiError as err:
                 log.info("delete %s: %s", sim.pod.key(), err)
         return count
@@ -438,6 +563,7 @@ class Simulation:
             pod = sim.pod
             try:
                 self.raw_client.delete_pod(pod.namespace, pod.name, grace_period_seconds=0, uid=pod.uid)
+                self._deleted_by_us.add(pod.uid)
                 manifest: dict[str, Any] = {
                     "apiVersion": "v1",
                     "kind": "Pod",
@@ -450,8 +576,9 @@ class Simulation:
                     "spec": {k: v for k, v in pod.spec.to_dict().items() if k != "nodeName"},
                 }
                 manifest["spec"]["nodeName"] = self.node_name
-                new = self.client.create_pod(manifest)
-                self._created[(new.namespace, new.name)] = new.uid
+                new = self._create(manifest, time.monotonic() + 10.0)
+                if new is None:
+                    continue
                 log.info("recreated %s: UID %s -> %s", pod.key(), pod.uid, new.uid)
             except ApiError as err:
                 log.info("recreate %s: %s", pod.key(), err)
@@ -464,7 +591,8 @@ class Simulation:
             "running": phases.get("Running", 0),
             "succeeded": phases.get("Succeeded", 0),
             "failed": phases.get("Failed", 0),
-            "deleted": len(self.agent.deleted_uids),
+            "deleted": len(self.agent.deleted_uids & self._deleted_by_us),
+            "lost": len((self.agent.deleted_uids - self._deleted_by_us) & self._created_uids.keys()),
             "pending_sync": self.agent.manager.pending_count(),
             "synced": len(self._latencies),
         }
@@ -490,6 +618,8 @@ class Simulation:
         start = time.monotonic()
         deadline = start + self.duration
         self.agent.register_node()
+        self.node_registrations = 1
+        self._node_checked_at = time.monotonic()
         self.agent.start()
         try:
             self._create_all(deadline)
@@ -498,6 +628,7 @@ class Simulation:
             settled = False
             while time.monotonic() < deadline:
                 time.sleep(0.2)
+                self._check_node()
                 self._set_gates()
                 if not did_delete and time.monotonic() >= deleted_at:
                     self._delete_some()
@@ -515,8 +646,10 @@ class Simulation:
             self.agent.stop()
         elapsed = time.monotonic() - start
         phases: Counter[str] = Counter()
+        on_server: set[str] | None = None
         try:
             pods, _ = self.raw_client.list_pods(field_selector=f"spec.nodeName={self.node_name}")
+            on_server = {pod.uid for pod in pods}
             for pod in pods:
                 phase = pod.status.phase or "Pending"
                 if pod.metadata.deletion_timestamp is not None:
@@ -529,10 +662,19 @@ class Simulation:
         for verb, n in self.agent.agent.upkeep_requests.items():
             if verb in requests:
                 requests[verb] = max(0, requests[verb] - n)
+        # Lost: created by the run, gone, never deleted by it. Without a final list, the node's view.
+        gone = (
+            self._created_uids.keys() - on_server if on_server is not None else set(self.agent.deleted_uids)
+        )
+        lost = sorted(
+            self._created_uids[uid] for uid in gone - self._deleted_by_us if uid in self._created_uids
+        )
+        if lost:
+            log.warning("pods lost count=%d first=%s", len(lost), lost[:5])
         return SimulationResult(
-            pods_created=len(self._created),
+            pods_created=len(self._created),  # names: a pod re-created under its name counts once
             phases=dict(phases),
-            deleted=len(self.agent.deleted_uids),
+            deleted=len(self._deleted_by_us & self.agent.deleted_uids),
             requests=requests,
             status_changes=len(self._latencies),
             latencies=list(self._latencies),
@@ -541,4 +683,21 @@ class Simulation:
             settled=settled,
             watch_errors=self.agent.watch_errors,
             controller_writes=self.controller_writes,
+            lost=lost,
+            not_created=list(self._not_created),
+            create_retries=self.create_retries,
+            creates_adopted=self.creates_adopted,
+            node_registrations=self.node_registrations,
+            node_checks=self.node_checks,
+            final_state_known=on_server is not None,
         )
+
+
+def _manifest_key(manifest: dict[str, Any]) -> str:
+    meta = manifest.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or meta.get('generateName') or '?'}"
+
+
+def _transient(err: ApiError) -> bool:
+    """Worth trying again: the server failed or was busy, or no answer came (it may be restarting)."""
+    return isinstance(err, ServerError | TooManyRequestsError | ConnectionFailedError | RequestTimeoutError)
