@@ -41,14 +41,14 @@ bench: $(STAMP)
 # podstatus node against KWOK v0.8.0 on fresh kube-apiservers (docs/scale.md). Builds kwok (Go module
 # proxy, cached in ~/.cache/podstatus-kwok) and kube-apiserver once. SCALE_SIZES=10x100,100x1000,1000x10000
 # for the largest size too; SCALE_SCHEDULED: the sizes run once more through kube-scheduler (when the
-# fixture has --control-plane).
+# fixture has --control-plane). Runs of other sizes already on the page are kept (--add).
 SCALE_SIZES ?= 10x100,100x1000
 SCALE_SCHEDULED ?= 100x1000
 bench-scale: $(STAMP)
 	tests/apiserver/start --build-only
 	$(PY) -m bench.scale.kwok
 	$(PY) -m bench.scale.harness --sizes $(SCALE_SIZES) --scheduled-sizes $(SCALE_SCHEDULED) --hold 45 \
-		--write docs/scale.md
+		--write docs/scale.md --add
 
 soak: $(STAMP)
 	$(PY) -m pytest -q -s -m slow tests/reliability

@@ -639,6 +639,7 @@ def run_once(
     heartbeat_interval: float = 5.0,
     create_workers: int = 8,
     scheduled: bool = False,
+    max_wait: float | None = None,
 ) -> RunResult:
     """One contender, one size, on ``server`` (fresh): nodes up, pods up, pods gone.
 
@@ -656,7 +657,7 @@ def run_once(
         threading.Thread(target=watch_pods, args=(driver, tracker, stop, watch_started), daemon=True),
     ]
     # Generous limits: a run that misses them is reported as incomplete, never as a number.
-    limit = 120.0 + pods * 0.05
+    limit = 120.0 + pods * 0.05 if max_wait is None else max_wait
     cpu0 = server.cpu()
     t0 = time.monotonic()
     proc = contender.start(server.kubeconfig, nodes, workdir)
@@ -1080,6 +1081,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=float, default=0.0, help="seconds to keep all pods up before deleting")
     parser.add_argument("--write", default=None, help="write the results page here (docs/scale.md)")
     parser.add_argument(
+        "--max-wait",
+        type=float,
+        default=None,
+        help="seconds to wait for all pods up, and for all gone (default 120 + 0.05 per pod)",
+    )
+    parser.add_argument(
         "--add",
         action="store_true",
         help="keep the runs of other sizes already in the --write page (its .json twin)",
@@ -1140,7 +1147,14 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 result = run_once(
-                    contender, server, nodes, pods, workdir, hold=args.hold, scheduled=scheduled
+                    contender,
+                    server,
+                    nodes,
+                    pods,
+                    workdir,
+                    hold=args.hold,
+                    scheduled=scheduled,
+                    max_wait=args.max_wait,
                 )
             except Exception as err:
                 log.exception("run failed")
