@@ -997,7 +997,8 @@ def save(
 
 DOC_TEMPLATE = """# Scale: podstatus node against KWOK on the same kube-apiserver
 
-Written by (each line one invocation; the raw figures are in `{json_name}`):
+Written by these invocations, in order (a later one replaces the rows of the sizes and contenders it
+ran; the raw figures are in `{json_name}`):
 
 {written}
 
