@@ -57,7 +57,7 @@ def test_list_watch_and_nodes() -> None:
     assert node["kind"] == "Node"
     client.patch_node_status("n1", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
     assert client.get_node("n1")["status"]["conditions"][0]["status"] == "True"
-    assert [n["metadata"]["name"] for n in client.list_nodes()] == ["n1"]
+    assert [n["metadata"]["name"] for n in client.list_nodes()[0]] == ["n1"]
     client.delete_node("n1")
     with pytest.raises(NotFoundError):
         client.get_node("n1")

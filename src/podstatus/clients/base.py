@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from ..types import Pod
 
@@ -13,6 +13,7 @@ __all__ = [
     "PATCH_CONTENT_TYPE",
     "VERBS",
     "KubeClient",
+    "NodeClient",
     "RequestCounter",
     "VersionedKubeClient",
 ]
@@ -72,6 +73,90 @@ class VersionedKubeClient(KubeClient, Protocol):
         self, namespace: str, name: str, patch: bytes, *, resource_version: str | None = None
     ) -> Pod:
         """As :meth:`KubeClient.patch_pod_status`, with an optional resourceVersion precondition."""
+        ...
+
+
+@runtime_checkable
+class NodeClient(VersionedKubeClient, Protocol):
+    """Everything a node agent asks of the API server: pods, its Node, its Lease, Events.
+
+    Objects other than pods are plain dicts in their wire form (a fresh dict per
+    answer, the caller's to keep). Failures raise :class:`podstatus.ApiError`
+    subclasses built from the server's ``Status`` (NotFoundError, ConflictError,
+    UnprocessableEntityError, GoneError...). Implemented by
+    :class:`~podstatus.clients.http.HttpKubeClient`,
+    :class:`~podstatus.clients.embedded.EmbeddedClient` and
+    :class:`~podstatus.clients.fake.FakeNodeClient`.
+    """
+
+    # -- pods ----------------------------------------------------------------------------
+
+    def create_pod(self, pod: Any, namespace: str | None = None) -> Pod:
+        """Create a pod (a :class:`Pod` or a wire dict) in ``namespace``, else its own, else ``default``."""
+        ...
+
+    def list_pods(
+        self,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[Pod], str]:
+        """The pods (all namespaces when ``namespace`` is None) and the list's resourceVersion."""
+        ...
+
+    def watch_pods(
+        self,
+        namespace: str | None = None,
+        *,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        stop_event: threading.Event | None = None,
+    ) -> Iterator[tuple[str, Pod]]:
+        """``(event type, pod)`` pairs; raises :class:`podstatus.GoneError` when the version is too old."""
+        ...
+
+    # -- nodes ---------------------------------------------------------------------------
+
+    def create_node(self, node: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def get_node(self, name: str) -> dict[str, Any]: ...
+
+    def list_nodes(
+        self, *, label_selector: str | None = None, field_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The nodes and the list's resourceVersion."""
+        ...
+
+    def patch_node(self, name: str, patch: bytes) -> dict[str, Any]:
+        """Strategic merge patch of the Node (metadata, ``spec.taints``, ``spec.unschedulable``)."""
+        ...
+
+    def patch_node_status(self, name: str, patch: bytes) -> dict[str, Any]:
+        """Strategic merge patch of ``nodes/status`` (conditions merge by type, addresses by type)."""
+        ...
+
+    def delete_node(self, name: str) -> None: ...
+
+    # -- leases (coordination.k8s.io/v1) ---------------------------------------------------
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def create_lease(self, namespace: str, lease: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def update_lease(self, namespace: str, name: str, lease: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the Lease; a ``metadata.resourceVersion`` in it is a precondition (ConflictError when stale)."""
+        ...
+
+    # -- events (core/v1) ----------------------------------------------------------------
+
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def patch_event(self, namespace: str, name: str, patch: bytes) -> dict[str, Any]:
+        """Strategic merge patch of a core/v1 Event (``count``, ``lastTimestamp``, ``series``)."""
         ...
 
 

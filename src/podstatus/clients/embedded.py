@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -22,6 +22,10 @@ from ..types import Pod
 from .base import RequestCounter
 
 __all__ = ["EmbeddedClient"]
+
+# The store's names of the resources beside pods and nodes.
+LEASES = "leases.coordination.k8s.io"
+EVENTS = "events"
 
 _decode = msgspec.json.decode
 
@@ -130,10 +134,16 @@ class EmbeddedClient:
     def list_pods(
         self,
         namespace: str | None = None,
+        *,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        limit: int | None = None,
     ) -> tuple[list[Pod], str]:
-        """The pods, and the resourceVersion to watch from (as ``HttpKubeClient.list_pods``)."""
+        """The pods, and the resourceVersion to watch from (as ``HttpKubeClient.list_pods``).
+
+        ``limit`` is accepted for the protocol's sake: the whole list comes at once,
+        as HttpKubeClient gives it after following every page.
+        """
         self.counter.inc("list")
         items, rv = self.store.list(
             "pods", namespace, label_selector=label_selector, field_selector=field_selector
@@ -189,20 +199,28 @@ class EmbeddedClient:
                     return
                 yield event.type, _pod(event.stored.pod)
 
-    def create_node(self, node: dict[str, Any]) -> dict[str, Any]:
+    def create_node(self, node: Mapping[str, Any]) -> dict[str, Any]:
         self.counter.inc("create")
-        return _decode(self.store.create("nodes", None, node).raw)
+        return _decode(self.store.create("nodes", None, dict(node)).raw)
 
     def get_node(self, name: str) -> dict[str, Any]:
         self.counter.inc("get")
         return _decode(self.store.get("nodes", None, name).raw)
 
     def list_nodes(
-        self, label_selector: str | None = None, field_selector: str | None = None
-    ) -> list[dict[str, Any]]:
+        self, *, label_selector: str | None = None, field_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The nodes and the list's resourceVersion."""
         self.counter.inc("list")
-        items, _ = self.store.list("nodes", label_selector=label_selector, field_selector=field_selector)
-        return [_decode(s.raw) for s in items]
+        items, rv = self.store.list("nodes", label_selector=label_selector, field_selector=field_selector)
+        return [_decode(s.raw) for s in items], str(rv)
+
+    def patch_node(
+        self, name: str, patch: bytes | dict[str, Any] | list[Any], patch_type: str = STRATEGIC_MERGE_PATCH
+    ) -> dict[str, Any]:
+        """Patch the Node itself (labels, ``spec.taints``, ``spec.unschedulable``); its status stays."""
+        self.counter.inc("patch")
+        return _decode(self.store.patch("nodes", None, name, patch, patch_type).raw)
 
     def patch_node_status(
         self, name: str, patch: bytes | dict[str, Any] | list[Any], patch_type: str = STRATEGIC_MERGE_PATCH
@@ -214,3 +232,34 @@ class EmbeddedClient:
     def delete_node(self, name: str) -> None:
         self.counter.inc("delete")
         self.store.delete("nodes", None, name)
+
+    # -- leases and events ---------------------------------------------------------------
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        self.counter.inc("get")
+        return _decode(self.store.get(LEASES, namespace, name).raw)
+
+    def create_lease(self, namespace: str, lease: Mapping[str, Any]) -> dict[str, Any]:
+        self.counter.inc("create")
+        return _decode(self.store.create(LEASES, namespace, dict(lease)).raw)
+
+    def update_lease(self, namespace: str, name: str, lease: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace the Lease; its ``metadata.resourceVersion`` is a precondition (ConflictError)."""
+        self.counter.inc("update")
+        return _decode(self.store.update(LEASES, namespace, name, dict(lease)).raw)
+
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a core/v1 Event."""
+        self.counter.inc("create")
+        return _decode(self.store.create(EVENTS, namespace, dict(event)).raw)
+
+    def patch_event(
+        self,
+        namespace: str,
+        name: str,
+        patch: bytes | dict[str, Any] | list[Any],
+        patch_type: str = STRATEGIC_MERGE_PATCH,
+    ) -> dict[str, Any]:
+        """Patch a core/v1 Event (a repeat: ``count``, ``lastTimestamp``, ``series``)."""
+        self.counter.inc("patch")
+        return _decode(self.store.patch(EVENTS, namespace, name, patch, patch_type).raw)

@@ -17,9 +17,9 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..conditions import is_terminal_phase
 from ..errors import (
@@ -33,7 +33,10 @@ from ..patch import PatchError, apply_strategic_merge_patch
 from ..types import Pod
 from .base import RequestCounter
 
-__all__ = ["FakeKubeClient", "Request", "RequestHook"]
+if TYPE_CHECKING:
+    from ..server.store import Store
+
+__all__ = ["FakeKubeClient", "FakeNodeClient", "Request", "RequestHook"]
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,81 @@ def _version_conflict(name: str) -> ConflictError:
     )
 
 
-class FakeKubeClient:
+class _Recorder:
+    """Request recording, counting, hooks and injected failures, shared by the fakes."""
+
+    def __init__(self, counter: RequestCounter | None) -> None:
+        self._lock = threading.RLock()
+        self._failures: dict[str, list[list[Any]]] = {}
+        self._hooks: list[RequestHook] = []
+        self._in_hook = threading.local()
+        self.requests: list[Request] = []
+        self.counter = counter if counter is not None else RequestCounter()
+
+    # --- fault injection ----------------------------------------------------------
+
+    def fail_next(self, verb: str, exc: BaseException, times: int = 1) -> None:
+        """The next ``times`` requests of ``verb`` raise ``exc`` instead of being served."""
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        with self._lock:
+            self._failures.setdefault(verb, []).append([exc, times])
+
+    def before_request(self, hook: RequestHook) -> None:
+        """Run ``hook(verb, namespace, name)`` before serving each request (hooks run in order).
+
+        An exception from a hook fails the request. Requests the hook itself
+        makes do not run the hooks again.
+        """
+        with self._lock:
+            self._hooks.append(hook)
+
+    def clear_hooks(self) -> None:
+        with self._lock:
+            self._hooks.clear()
+
+    def clear_failures(self) -> None:
+        with self._lock:
+            self._failures.clear()
+
+    # --- what was asked -----------------------------------------------------------
+
+    def verbs(self) -> list[str]:
+        """The verbs of the recorded requests, in order: ``["get", "patch", "delete"]``."""
+        with self._lock:
+            return [request[0] for request in self.requests]
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self.requests.clear()
+
+    def _serve(self, request: Request, verb: str, namespace: str, name: str) -> None:
+        """Record and count a request, run the hooks, then any injected failure."""
+        with self._lock:
+            self.requests.append(request)
+            hooks = tuple(self._hooks)
+        self.counter.inc(verb)
+        if hooks and not getattr(self._in_hook, "active", False):
+            self._in_hook.active = True
+            try:
+                for hook in hooks:
+                    hook(verb, namespace, name)
+            finally:
+                self._in_hook.active = False
+        with self._lock:
+            queue = self._failures.get(verb)
+            if not queue:
+                return
+            entry = queue[0]
+            exc: BaseException = entry[0]
+            entry[1] -= 1
+            if entry[1] <= 0:
+                queue.pop(0)
+        log.debug("injected failure for %s %s/%s: %r", verb, namespace, name, exc)
+        raise exc
+
+
+class FakeKubeClient(_Recorder):
     """An in-memory :class:`~podstatus.clients.base.VersionedKubeClient` for tests. Thread-safe.
 
     - ``patch_pod_status`` applies the strategic merge patch to ``status``
@@ -101,15 +178,10 @@ class FakeKubeClient:
         counter: RequestCounter | None = None,
         clock: Callable[[], datetime] = _now,
     ) -> None:
-        self._lock = threading.RLock()
+        super().__init__(counter)
         self._pods: dict[tuple[str, str], dict[str, Any]] = {}
         self._resource_version = 0
-        self._failures: dict[str, list[list[Any]]] = {}
-        self._hooks: list[RequestHook] = []
-        self._in_hook = threading.local()
         self._clock = clock
-        self.requests: list[Request] = []
-        self.counter = counter if counter is not None else RequestCounter()
         for pod in pods:
             self.add_pod(pod)
 
@@ -163,47 +235,12 @@ class FakeKubeClient:
         with self._lock:
             return str(self._resource_version)
 
-    # --- fault injection ----------------------------------------------------------
-
-    def fail_next(self, verb: str, exc: BaseException, times: int = 1) -> None:
-        """The next ``times`` requests of ``verb`` raise ``exc`` instead of being served."""
-        if times < 1:
-            raise ValueError("times must be at least 1")
-        with self._lock:
-            self._failures.setdefault(verb, []).append([exc, times])
-
-    def before_request(self, hook: RequestHook) -> None:
-        """Run ``hook(verb, namespace, name)`` before serving each request (hooks run in order).
-
-        An exception from a hook fails the request. Requests the hook itself
-        makes do not run the hooks again.
-        """
-        with self._lock:
-            self._hooks.append(hook)
-
-    def clear_hooks(self) -> None:
-        with self._lock:
-            self._hooks.clear()
-
-    def clear_failures(self) -> None:
-        with self._lock:
-            self._failures.clear()
-
     # --- what was asked -----------------------------------------------------------
-
-    def verbs(self) -> list[str]:
-        """The verbs of the recorded requests, in order: ``["get", "patch", "delete"]``."""
-        with self._lock:
-            return [request[0] for request in self.requests]
 
     def patches(self) -> list[dict[str, Any]]:
         """The decoded bodies of the recorded patch requests, in order."""
         with self._lock:
             return [r[3] for r in self.requests if r[0] == "patch" and isinstance(r[3], dict)]
-
-    def clear_requests(self) -> None:
-        with self._lock:
-            self.requests.clear()
 
     # --- requests -----------------------------------------------------------------
 
@@ -308,31 +345,7 @@ class FakeKubeClient:
     # --- internals ----------------------------------------------------------------
 
     def _begin(self, request: Request) -> None:
-        """Record and count a request, run the hooks, then any injected failure."""
-        verb, namespace = request[0], request[1]
-        name = request[2] if len(request) > 2 else ""
-        with self._lock:
-            self.requests.append(request)
-            hooks = tuple(self._hooks)
-        self.counter.inc(verb)
-        if hooks and not getattr(self._in_hook, "active", False):
-            self._in_hook.active = True
-            try:
-                for hook in hooks:
-                    hook(verb, namespace, name)
-            finally:
-                self._in_hook.active = False
-        with self._lock:
-            queue = self._failures.get(verb)
-            if not queue:
-                return
-            entry = queue[0]
-            exc: BaseException = entry[0]
-            entry[1] -= 1
-            if entry[1] <= 0:
-                queue.pop(0)
-        log.debug("injected failure for %s %s/%s: %r", verb, namespace, name, exc)
-        raise exc
+        self._serve(request, request[0], request[1], request[2] if len(request) > 2 else "")
 
     def _store(self, key: tuple[str, str], data: dict[str, Any]) -> Pod:
         # Caller holds the lock.
@@ -380,3 +393,171 @@ class FakeKubeClient:
                 f'Pod "{name}" is invalid: status.phase: Forbidden: cannot transition from '
                 f"a terminal phase {old_phase} to a non-terminal phase {new_phase or '(empty)'}"
             )
+
+
+def _body(value: Any) -> Any:
+    """A recorded body: decoded JSON (a private copy), or the raw value when it is not JSON."""
+    if isinstance(value, Pod):
+        return value.to_dict()
+    if isinstance(value, bytes | bytearray | str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return json.loads(json.dumps(value)) if value is not None else None
+
+
+class FakeNodeClient(_Recorder):
+    """An in-memory :class:`~podstatus.clients.base.NodeClient` that records every request.
+
+    For tests of a node agent (STYLE 10). Requests are served by an
+    embedded :class:`~podstatus.server.store.Store` (``store``, made when not
+    given), so they mean what they mean on the embedded API server:
+    validation, resourceVersion preconditions, Event conversion, watch events.
+    Each request is recorded in :attr:`requests` as ``(verb, resource,
+    namespace, name, body)`` (resource ``pods``, ``pods/status``, ``nodes``,
+    ``nodes/status``, ``leases`` or ``events``; the body decoded; failed
+    requests too) and counted by verb. ``fail_next`` and ``before_request``
+    work as on :class:`FakeKubeClient` (hooks get ``(verb, namespace, name)``).
+    Setting the world up goes through :attr:`store` directly and is not recorded.
+    """
+
+    def __init__(self, store: Store | None = None, *, counter: RequestCounter | None = None) -> None:
+        super().__init__(counter)
+        # Imported here: the server package imports this one's base module.
+        from ..server.store import Store
+        from .embedded import EmbeddedClient
+
+        self.store = store if store is not None else Store()
+        # Serves the requests; it counts on a private counter (this fake counts its own).
+        self._client = EmbeddedClient(self.store)
+
+    def _record(self, verb: str, resource: str, namespace: str | None, name: str, body: Any = None) -> None:
+        self._serve((verb, resource, namespace or "", name, _body(body)), verb, namespace or "", name)
+
+    # --- what was asked -------------------------------------------------------------
+
+    def calls(self) -> list[tuple[str, str]]:
+        """``(verb, resource)`` of every recorded request, in order: ``[("get", "leases"), ...]``."""
+        with self._lock:
+            return [(r[0], r[1]) for r in self.requests]
+
+    def bodies(self, verb: str, resource: str) -> list[Any]:
+        """The recorded bodies of one kind of request, in order."""
+        with self._lock:
+            return [r[4] for r in self.requests if r[0] == verb and r[1] == resource]
+
+    # --- pods -----------------------------------------------------------------------
+
+    def get_pod(self, namespace: str, name: str) -> Pod:
+        self._record("get", "pods", namespace, name)
+        return self._client.get_pod(namespace, name)
+
+    def patch_pod_status(
+        self, namespace: str, name: str, patch: bytes, *, resource_version: str | None = None
+    ) -> Pod:
+        self._record("patch", "pods/status", namespace, name, patch)
+        return self._client.patch_pod_status(namespace, name, patch, resource_version=resource_version)
+
+    def delete_pod(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None = None, uid: str | None = None
+    ) -> None:
+        options = {"gracePeriodSeconds": grace_period_seconds, "uid": uid}
+        self._record("delete", "pods", namespace, name, options)
+        self._client.delete_pod(namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
+
+    def create_pod(self, pod: PodLike, namespace: str | None = None) -> Pod:
+        body = pod.to_dict() if isinstance(pod, Pod) else dict(pod)
+        ns = namespace or (body.get("metadata") or {}).get("namespace") or "default"
+        self._record("create", "pods", ns, (body.get("metadata") or {}).get("name") or "", body)
+        return self._client.create_pod(body, ns)
+
+    def list_pods(
+        self,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[Pod], str]:
+        selectors = {"labelSelector": label_selector, "fieldSelector": field_selector, "limit": limit}
+        self._record("list", "pods", namespace, "", selectors)
+        return self._client.list_pods(namespace, label_selector=label_selector, field_selector=field_selector)
+
+    def watch_pods(
+        self,
+        namespace: str | None = None,
+        *,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        stop_event: threading.Event | None = None,
+    ) -> Iterator[tuple[str, Pod]]:
+        options = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "resourceVersion": resource_version,
+            "timeoutSeconds": timeout_seconds,
+        }
+        self._record("watch", "pods", namespace, "", options)
+        return self._client.watch_pods(
+            namespace,
+            field_selector=field_selector,
+            label_selector=label_selector,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            stop_event=stop_event,
+        )
+
+    # --- nodes ----------------------------------------------------------------------
+
+    def create_node(self, node: Mapping[str, Any]) -> dict[str, Any]:
+        self._record("create", "nodes", None, (node.get("metadata") or {}).get("name") or "", node)
+        return self._client.create_node(node)
+
+    def get_node(self, name: str) -> dict[str, Any]:
+        self._record("get", "nodes", None, name)
+        return self._client.get_node(name)
+
+    def list_nodes(
+        self, *, label_selector: str | None = None, field_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        self._record(
+            "list", "nodes", None, "", {"labelSelector": label_selector, "fieldSelector": field_selector}
+        )
+        return self._client.list_nodes(label_selector=label_selector, field_selector=field_selector)
+
+    def patch_node(self, name: str, patch: bytes) -> dict[str, Any]:
+        self._record("patch", "nodes", None, name, patch)
+        return self._client.patch_node(name, patch)
+
+    def patch_node_status(self, name: str, patch: bytes) -> dict[str, Any]:
+        self._record("patch", "nodes/status", None, name, patch)
+        return self._client.patch_node_status(name, patch)
+
+    def delete_node(self, name: str) -> None:
+        self._record("delete", "nodes", None, name)
+        self._client.delete_node(name)
+
+    # --- leases and events ----------------------------------------------------------
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        self._record("get", "leases", namespace, name)
+        return self._client.get_lease(namespace, name)
+
+    def create_lease(self, namespace: str, lease: Mapping[str, Any]) -> dict[str, Any]:
+        self._record("create", "leases", namespace, (lease.get("metadata") or {}).get("name") or "", lease)
+        return self._client.create_lease(namespace, lease)
+
+    def update_lease(self, namespace: str, name: str, lease: Mapping[str, Any]) -> dict[str, Any]:
+        self._record("update", "leases", namespace, name, lease)
+        return self._client.update_lease(namespace, name, lease)
+
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> dict[str, Any]:
+        self._record("create", "events", namespace, (event.get("metadata") or {}).get("name") or "", event)
+        return self._client.create_event(namespace, event)
+
+    def patch_event(self, namespace: str, name: str, patch: bytes) -> dict[str, Any]:
+        self._record("patch", "events", namespace, name, patch)
+        return self._client.patch_event(namespace, name, patch)

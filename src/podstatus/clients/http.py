@@ -157,6 +157,16 @@ def _node_path(name: str) -> str:
     return f"/api/v1/nodes/{_q(name)}"
 
 
+def _lease_path(namespace: str, name: str | None = None) -> str:
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{_q(namespace)}/leases"
+    return path if name is None else f"{path}/{_q(name)}"
+
+
+def _event_path(namespace: str, name: str | None = None) -> str:
+    path = f"/api/v1/namespaces/{_q(namespace)}/events"
+    return path if name is None else f"{path}/{_q(name)}"
+
+
 def parse_retry_after(value: str | None) -> float | None:
     """Seconds from a ``Retry-After`` header (delta seconds or an HTTP date); ``None`` if absent or bad."""
     if not value:
@@ -606,22 +616,78 @@ class HttpKubeClient:
     # -- nodes -----------------------------------------------------------------------
 
     def create_node(self, node: Mapping[str, Any]) -> dict[str, Any]:
-        resp = self._request("create", "POST", "/api/v1/nodes", body=_json_encode(node), content_type=JSON)
-        return _decode_object(resp.data, "POST", "/api/v1/nodes", resp.status)
+        return self._create_object("/api/v1/nodes", node)
 
     def get_node(self, name: str) -> dict[str, Any]:
         path = _node_path(name)
         resp = self._request("get", "GET", path)
         return _decode_object(resp.data, "GET", path, resp.status)
 
+    def list_nodes(
+        self, *, label_selector: str | None = None, field_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The nodes and the list's resourceVersion."""
+        query: dict[str, str | int] = {}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        return self._list_objects("/api/v1/nodes", query)
+
+    def patch_node(self, name: str, patch: bytes) -> dict[str, Any]:
+        """Apply a strategic merge patch to the Node (labels, ``spec.taints``, ``spec.unschedulable``)."""
+        return self._patch_object(_node_path(name), patch)
+
     def patch_node_status(self, name: str, patch: bytes) -> dict[str, Any]:
         """Apply a strategic merge patch to ``nodes/status`` (heartbeats, conditions, capacity)."""
-        path = _node_path(name) + "/status"
-        resp = self._request("patch", "PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH)
-        return _decode_object(resp.data, "PATCH", path, resp.status)
+        return self._patch_object(_node_path(name) + "/status", patch)
 
     def delete_node(self, name: str) -> None:
         self._request("delete", "DELETE", _node_path(name))
+
+    # -- leases and events -------------------------------------------------------------
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        path = _lease_path(namespace, name)
+        resp = self._request("get", "GET", path)
+        return _decode_object(resp.data, "GET", path, resp.status)
+
+    def create_lease(self, namespace: str, lease: Mapping[str, Any]) -> dict[str, Any]:
+        return self._create_object(_lease_path(namespace), lease)
+
+    def update_lease(self, namespace: str, name: str, lease: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the Lease; its ``metadata.resourceVersion`` is a precondition (:class:`ConflictError`)."""
+        path = _lease_path(namespace, name)
+        resp = self._request("update", "PUT", path, body=_json_encode(lease), content_type=JSON)
+        return _decode_object(resp.data, "PUT", path, resp.status)
+
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a core/v1 Event (the kubelet's recorder writes these)."""
+        return self._create_object(_event_path(namespace), event)
+
+    def patch_event(self, namespace: str, name: str, patch: bytes) -> dict[str, Any]:
+        """Strategic merge patch of a core/v1 Event (a repeat: ``count``, ``lastTimestamp``, ``series``)."""
+        return self._patch_object(_event_path(namespace, name), patch)
+
+    def _create_object(self, path: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        resp = self._request("create", "POST", path, body=_json_encode(obj), content_type=JSON)
+        return _decode_object(resp.data, "POST", path, resp.status)
+
+    def _patch_object(self, path: str, patch: bytes) -> dict[str, Any]:
+        resp = self._request("patch", "PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH)
+        return _decode_object(resp.data, "PATCH", path, resp.status)
+
+    def _list_objects(self, path: str, query: dict[str, str | int]) -> tuple[list[dict[str, Any]], str]:
+        items: list[dict[str, Any]] = []
+        while True:
+            resp = self._request("list", "GET", path, query=query)
+            body = _decode_object(resp.data, "GET", path, resp.status)
+            meta = body.get("metadata") or {}
+            items.extend(item for item in body.get("items") or () if isinstance(item, dict))
+            token = meta.get("continue")
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+            query["continue"] = token
 
 
 def with_resource_version(patch: bytes, resource_version: str) -> bytes:

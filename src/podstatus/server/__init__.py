@@ -5,6 +5,7 @@ serves it over HTTP to real clients (``kubectl``, the ``kubernetes`` package);
 :class:`podstatus.clients.embedded.EmbeddedClient` uses it in process.
 """
 
+from . import kinds  # noqa: F401  (registers the rules of nodes, leases and events)
 from .http import ApiHandler, EmbeddedApiServer, Request, Response, serve
 from .selectors import FieldSelector, LabelSelector, SelectorError
 from .store import Event, Store, Stored, Watch

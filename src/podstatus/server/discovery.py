@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -63,7 +64,7 @@ def api_versions(server_address: str) -> dict[str, Any]:
 
 
 def api_group_list() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_api_group(g) for g in sorted(_GROUPS)]}
 
 
 _OBJECT_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
@@ -105,6 +106,14 @@ def api_resource_list() -> dict[str, Any]:
             },
             sub("pods/binding", "Binding", True, ["create"]),
             sub("pods/status", "Pod", True, ["get", "patch", "update"]),
+            {
+                "name": "events",
+                "singularName": "event",
+                "namespaced": True,
+                "kind": "Event",
+                "verbs": _OBJECT_VERBS,
+                "shortNames": ["ev"],
+            },
         ],
     }
 
@@ -250,6 +259,8 @@ def _schemas() -> dict[str, Any]:
         ),
         _CORE + "NodeCondition": _obj({"type": _STR, "status": _STR}, required=["type", "status"]),
         _CORE + "NodeAddress": _obj({"type": _STR, "address": _STR}, required=["type", "address"]),
+        _CORE + "Event": _top("Event", None, None),
+        _CORE + "EventList": _list("Event", _CORE + "Event"),
         _CORE + "Namespace": _top("Namespace", None, None),
         _CORE + "NamespaceList": _list("Namespace", _CORE + "Namespace"),
         _CORE + "Binding": {
@@ -439,6 +450,9 @@ def openapi_v3_document() -> dict[str, Any]:
         "/api/v1/nodes/{name}": _item_path("Node"),
         "/api/v1/nodes/{name}/status": _item_path("Node", deletable=False),
         "/api/v1/pods": _collection_path("Pod", creatable=False),
+        "/api/v1/events": _collection_path("Event", creatable=False),
+        "/api/v1/namespaces/{namespace}/events": _ns_param(_collection_path("Event")),
+        "/api/v1/namespaces/{namespace}/events/{name}": _ns_param(_item_path("Event")),
     }
     return {
         "openapi": "3.0.0",
@@ -464,7 +478,9 @@ def openapi_v3_hash() -> str:
 
 
 def openapi_v3_root() -> dict[str, Any]:
-    return {"paths": {"api/v1": {"serverRelativeURL": f"/openapi/v3/api/v1?hash={openapi_v3_hash()}"}}}
+    paths = {"api/v1": {"serverRelativeURL": f"/openapi/v3/api/v1?hash={openapi_v3_hash()}"}}
+    paths.update(_openapi_group_paths())
+    return {"paths": paths}
 
 
 # -- Table printing ---------------------------------------------------------------------
@@ -737,7 +753,16 @@ def namespace_cells(ns: dict[str, Any], now: float) -> list[Any]:
     ]
 
 
-_CELLS = {"pods": pod_cells, "nodes": node_cells, "namespaces": namespace_cells}
+_CELLS: dict[str, Callable[[dict[str, Any], float], list[Any]]] = {
+    "pods": pod_cells,
+    "nodes": node_cells,
+    "namespaces": namespace_cells,
+}
+
+
+def has_table(resource: str) -> bool:
+    """Whether the server prints ``resource`` as a Table (else kubectl prints names only)."""
+    return resource in _CELLS
 
 
 def table(
@@ -772,3 +797,273 @@ def table(
         "columnDefinitions": _COLUMNS[resource] if with_columns else [],
         "rows": rows,
     }
+
+
+# -- the API groups beside the core one (coordination.k8s.io, events.k8s.io) ------------------
+
+_GROUPS: dict[str, list[dict[str, Any]]] = {
+    "coordination.k8s.io": [
+        {
+            "name": "leases",
+            "singularName": "lease",
+            "namespaced": True,
+            "kind": "Lease",
+            "verbs": _OBJECT_VERBS,
+        }
+    ],
+    "events.k8s.io": [
+        {
+            "name": "events",
+            "singularName": "event",
+            "namespaced": True,
+            "kind": "Event",
+            "verbs": _OBJECT_VERBS,
+            "shortNames": ["ev"],
+        }
+    ],
+}
+
+
+def _api_group(group: str) -> dict[str, Any]:
+    version = {"groupVersion": f"{group}/v1", "version": "v1"}
+    return {"name": group, "versions": [version], "preferredVersion": version}
+
+
+def api_group(group: str) -> dict[str, Any] | None:
+    """``/apis/GROUP``: the APIGroup, or None for a group this server does not serve."""
+    if group not in _GROUPS:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_api_group(group)}
+
+
+def group_resource_list(group: str, version: str) -> dict[str, Any] | None:
+    """``/apis/GROUP/VERSION``: the APIResourceList, or None when not served."""
+    if group not in _GROUPS or version != "v1":
+        return None
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}",
+        "resources": _GROUPS[group],
+    }
+
+
+# OpenAPI v3 of the groups: enough for kubectl (apply, explain) to know the kinds and verbs.
+_COORD = "io.k8s.api.coordination.v1."
+_EVENTS = "io.k8s.api.events.v1."
+
+
+def _group_op(tag: str, kind: str, action: str, schema: str, group: str, **kw: Any) -> dict[str, Any]:
+    op = _op(kind, action, schema, **kw)
+    op["tags"] = [tag]
+    op["operationId"] = op["operationId"].replace("CoreV1", tag.title().replace("_", ""))
+    op["x-kubernetes-group-version-kind"] = {"group": group, "version": "v1", "kind": kind}
+    return op
+
+
+def _group_paths(group: str, plural: str, kind: str, prefix: str) -> dict[str, Any]:
+    tag = group.split(".")[0] + "_v1"
+    schema = prefix + kind
+    base = f"/apis/{group}/v1/namespaces/{{namespace}}/{plural}"
+    name_param = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+    ns_param = {"name": "namespace", "in": "path", "required": True, "schema": {"type": "string"}}
+    body = {"content": _content(_ref(schema)), "required": True}
+    patch_body = {"content": _content(_ref(_META + "Patch"), _PATCH_TYPES), "required": True}
+    return {
+        f"/apis/{group}/v1/{plural}": {
+            "get": _group_op(tag, kind, "list", schema + "List", group, params=_LIST_PARAMS)
+        },
+        base: {
+            "get": _group_op(tag, kind, "list", schema + "List", group, params=_LIST_PARAMS),
+            "post": _group_op(tag, kind, "post", schema, group, params=_WRITE_PARAMS, body=body, code="201"),
+            "parameters": [ns_param],
+        },
+        base + "/{name}": {
+            "get": _group_op(tag, kind, "get", schema, group),
+            "put": _group_op(tag, kind, "put", schema, group, params=_WRITE_PARAMS, body=body),
+            "patch": _group_op(tag, kind, "patch", schema, group, params=_WRITE_PARAMS, body=patch_body),
+            "delete": _group_op(tag, kind, "delete", schema, group),
+            "parameters": [name_param, ns_param],
+        },
+    }
+
+
+def _group_top(kind: str, group: str, fields: dict[str, Any]) -> dict[str, Any]:
+    props: dict[str, Any] = {"apiVersion": _STR, "kind": _STR, "metadata": _embedded(_META + "ObjectMeta")}
+    props.update(fields)
+    return {
+        "description": f"{kind} (served by the podstatus embedded API server).",
+        "type": "object",
+        "properties": props,
+        "x-kubernetes-group-version-kind": _gvk(kind, group),
+    }
+
+
+def _group_list(kind: str, group: str, item: str) -> dict[str, Any]:
+    schema = _list(kind, item)
+    schema["x-kubernetes-group-version-kind"] = _gvk(kind + "List", group)
+    return schema
+
+
+def _event_v1_fields(micro: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
+    int32 = {"type": "integer", "format": "int32"}
+    return {
+        "eventTime": micro,
+        "reportingController": _STR,
+        "reportingInstance": _STR,
+        "action": _STR,
+        "reason": _STR,
+        "regarding": ref,
+        "related": ref,
+        "note": _STR,
+        "type": _STR,
+        "deprecatedSource": _obj({"component": _STR, "host": _STR}),
+        "deprecatedFirstTimestamp": micro,
+        "deprecatedLastTimestamp": micro,
+        "deprecatedCount": int32,
+        "series": _obj({"count": int32, "lastObservedTime": micro}),
+    }
+
+
+def _group_schemas(group: str) -> dict[str, Any]:
+    common = {k: v for k, v in _schemas().items() if k.startswith(_META)}
+    micro = {"type": "string", "format": "date-time"}
+    if group == "coordination.k8s.io":
+        spec = _obj({
+            "holderIdentity": _STR,
+            "leaseDurationSeconds": {"type": "integer", "format": "int32"},
+            "acquireTime": micro,
+            "renewTime": micro,
+            "leaseTransitions": {"type": "integer", "format": "int32"},
+        })  # fmt: skip
+        return {
+            **common,
+            _COORD + "Lease": _group_top("Lease", group, {"spec": _embedded(_COORD + "LeaseSpec")}),
+            _COORD + "LeaseList": _group_list("Lease", group, _COORD + "Lease"),
+            _COORD + "LeaseSpec": spec,
+        }
+    ref = _obj({k: _STR for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion",
+                                   "fieldPath")})  # fmt: skip
+    return {
+        **common,
+        _EVENTS + "Event": _group_top("Event", group, _event_v1_fields(micro, ref)),
+        _EVENTS + "EventList": _group_list("Event", group, _EVENTS + "Event"),
+    }
+
+
+def openapi_v3_group_document(group: str, version: str) -> dict[str, Any] | None:
+    """``/openapi/v3/apis/GROUP/VERSION``, or None when not served."""
+    if group not in _GROUPS or version != "v1":
+        return None
+    if group == "coordination.k8s.io":
+        paths = _group_paths(group, "leases", "Lease", _COORD)
+    else:
+        paths = _group_paths(group, "events", "Event", _EVENTS)
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": SERVER_VERSION},
+        "paths": paths,
+        "components": {"schemas": _group_schemas(group)},
+    }
+
+
+_GROUP_DOCS: dict[str, bytes] = {}
+
+
+def openapi_v3_group_document_bytes(group: str, version: str) -> bytes | None:
+    key = f"{group}/{version}"
+    if key not in _GROUP_DOCS:
+        doc = openapi_v3_group_document(group, version)
+        if doc is None:
+            return None
+        _GROUP_DOCS[key] = msgspec.json.encode(doc)
+    return _GROUP_DOCS[key]
+
+
+def _openapi_group_paths() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for group in sorted(_GROUPS):
+        doc = openapi_v3_group_document_bytes(group, "v1") or b""
+        digest = hashlib.sha512(doc).hexdigest().upper()
+        out[f"apis/{group}/v1"] = {"serverRelativeURL": f"/openapi/v3/apis/{group}/v1?hash={digest}"}
+    return out
+
+
+# -- Tables of events and leases (the real server's printEvent and printLease) --------------------
+
+
+def _micro_since(text: Any, now: float) -> str:
+    return _since(text, now)
+
+
+def event_cells(event: dict[str, Any], now: float) -> list[Any]:
+    """The cells of ``printEvent`` (wide, as the server prints for kubectl) of a core/v1 Event."""
+    first = _since(event.get("firstTimestamp"), now)
+    if not event.get("firstTimestamp"):
+        first = _micro_since(event.get("eventTime"), now)
+    last = _since(event.get("lastTimestamp"), now) if event.get("lastTimestamp") else first
+    count = event.get("count") or 0
+    series = event.get("series")
+    if isinstance(series, dict):
+        last = _micro_since(series.get("lastObservedTime"), now)
+        count = series.get("count") or 0
+    elif not count:
+        count = 1  # a singleton event of the new API has no count
+    involved = event.get("involvedObject") or {}
+    kind = str(involved.get("kind") or "").lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = event.get("source") or {}
+    component = source.get("component") or event.get("reportingComponent") or ""
+    instance = source.get("host") or event.get("reportingInstance") or ""
+    return [
+        last,
+        event.get("type") or "",
+        event.get("reason") or "",
+        target,
+        involved.get("fieldPath") or "",
+        f"{component}, {instance}" if instance else component,
+        str(event.get("message") or "").strip(),
+        first,
+        int(count),
+        (event.get("metadata") or {}).get("name", ""),
+    ]
+
+
+def _events_v1_cells(event: dict[str, Any], now: float) -> list[Any]:
+    from .kinds import v1_event_to_core
+
+    return event_cells(v1_event_to_core(event), now)
+
+
+def lease_cells(lease: dict[str, Any], now: float) -> list[Any]:
+    meta = lease.get("metadata") or {}
+    return [
+        meta.get("name", ""),
+        (lease.get("spec") or {}).get("holderIdentity") or "",
+        _since(meta.get("creationTimestamp"), now),
+    ]
+
+
+_EVENT_COLUMNS = [
+    _col("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
+    _col("Type", "Type of this event (Normal, Warning), new types could be added in the future"),
+    _col("Reason", "This should be a short, machine understandable string that gives the reason for the "
+         "transition into the object's current status."),
+    _col("Object", "The object that this event is about."),
+    _col("Subobject", "The field of the object the event is about (for example a container).", 1),
+    _col("Source", "The component reporting this event.", 1),
+    _col("Message", "A human-readable description of the status of this operation."),
+    _col("First Seen", "The time at which the event was first recorded.", 1),
+    _col("Count", "The number of times this event has occurred.", 1),
+    _col("Name", "Name must be unique within a namespace.", 1, "name"),
+]  # fmt: skip
+_COLUMNS["events"] = _EVENT_COLUMNS
+_COLUMNS["events.events.k8s.io"] = _EVENT_COLUMNS
+_COLUMNS["leases.coordination.k8s.io"] = [
+    _NAME_COL,
+    _col("Holder", "The identity of the holder of the current lease."),
+    _AGE_COL,
+]
+_CELLS["events"] = event_cells
+_CELLS["events.events.k8s.io"] = _events_v1_cells
+_CELLS["leases.coordination.k8s.io"] = lease_cells

@@ -160,6 +160,8 @@ class ApiHandler:
             return self._resource(req, parts[2:])
         if head == "apis" and len(parts) == 1:
             return self._read_only(req, discovery.api_group_list())
+        if head == "apis":
+            return self._group(req, parts[1:])
         if head == "version" and len(parts) == 1:
             return self._read_only(req, discovery.version_info())
         if head in ("healthz", "livez", "readyz"):
@@ -171,6 +173,10 @@ class ApiHandler:
                 return Response.json(200, discovery.openapi_v3_root())
             if parts[2:] == ["api", "v1"]:
                 return Response(200, discovery.openapi_v3_document_bytes())
+            if len(parts) == 5 and parts[2] == "apis":
+                doc = discovery.openapi_v3_group_document_bytes(parts[3], parts[4])
+                if doc is not None:
+                    return Response(200, doc)
         return _status_error(404, "NotFound", _NOT_FOUND)
 
     @staticmethod
@@ -179,7 +185,20 @@ class ApiHandler:
             return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
         return Response.json(200, data)
 
-    def _resource(self, req: Request, parts: list[str]) -> Response:
+    def _group(self, req: Request, parts: list[str]) -> Response:
+        """``/apis/GROUP[/VERSION[/...]]``: the API groups beside the core one."""
+        group = parts[0]
+        if len(parts) == 1:
+            found = discovery.api_group(group)
+            return self._read_only(req, found) if found else _status_error(404, "NotFound", _NOT_FOUND)
+        resources = discovery.group_resource_list(group, parts[1])
+        if resources is None:
+            return _status_error(404, "NotFound", _NOT_FOUND)
+        if len(parts) == 2:
+            return self._read_only(req, resources)
+        return self._resource(req, parts[2:], group)
+
+    def _resource(self, req: Request, parts: list[str], group: str = "") -> Response:
         watch_path = False
         if parts[0] == "watch":
             watch_path = True
@@ -188,9 +207,9 @@ class ApiHandler:
         if len(parts) >= 3 and parts[0] == "namespaces":
             namespace = parts[1]
             parts = parts[2:]
-        if not parts or parts[0] not in RESOURCES or len(parts) > 3:
+        resource = (f"{parts[0]}.{group}" if group else parts[0]) if parts else ""
+        if resource not in RESOURCES or len(parts) > 3:
             return _status_error(404, "NotFound", _NOT_FOUND)
-        resource = parts[0]
         info = RESOURCES[resource]
         if info.namespaced and namespace is None and len(parts) > 1:
             return _status_error(404, "NotFound", _NOT_FOUND)
@@ -224,8 +243,11 @@ class ApiHandler:
         if sub is not None:
             if sub == "binding" and resource == "pods" and method == "POST":
                 return self._bind(req, namespace or "", name)
-            if sub != "status" or resource == "namespaces":
-                return _status_error(404, "NotFound", _NOT_FOUND)
+            if sub != "status" or not info.has_status:
+                # As kube-apiserver answers for a subresource it does not serve (empty details).
+                body = status_body(404, "NotFound", _NOT_FOUND)
+                body["details"] = {}
+                return Response.json(404, body)
             if method not in ("GET", "PUT", "PATCH"):
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
         if method == "GET":
@@ -264,7 +286,7 @@ class ApiHandler:
     @staticmethod
     def _wants_table(req: Request, resource: str) -> bool:
         accept = req.header("accept")
-        return "as=Table" in accept and resource in ("pods", "nodes", "namespaces")
+        return "as=Table" in accept and discovery.has_table(resource)
 
     def _object(self, req: Request, resource: str, stored: Stored) -> Response:
         if self._wants_table(req, resource):
@@ -288,13 +310,15 @@ class ApiHandler:
                 resource, items, rv, include_object=req.query.get("includeObject", ""), now=self.store.now()
             )
             return Response(200, _encode(data), content_type=_TABLE_TYPE)
-        kind = RESOURCES[resource].list_kind
+        info = RESOURCES[resource]
         # Items are stored encoded: the list is a join, not a re-encode.
         body = b"".join(
             (
                 b'{"kind":"',
-                kind.encode(),
-                b'","apiVersion":"v1","metadata":{"resourceVersion":"',
+                info.list_kind.encode(),
+                b'","apiVersion":"',
+                info.api_version.encode(),
+                b'","metadata":{"resourceVersion":"',
                 str(rv).encode(),
                 b'"},"items":[',
                 b",".join(s.raw for s in items),
@@ -341,12 +365,15 @@ class ApiHandler:
         last_bookmark = time.monotonic()
         first = True
         kind = RESOURCES[resource].kind
+        api_version = RESOURCES[resource].api_version
         try:
             while True:
                 if watch.initial_events_end_pending and not watch.in_initial_events:
                     watch.initial_events_end_pending = False
                     if bookmarks:
-                        yield self._bookmark(kind, watch.resource_version, initial_end=True)
+                        yield self._bookmark(
+                            kind, watch.resource_version, initial_end=True, api_version=api_version
+                        )
                         last_bookmark = time.monotonic()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._stopping.is_set():
@@ -361,7 +388,7 @@ class ApiHandler:
                     if self.store.closed:
                         return
                     if bookmarks and time.monotonic() - last_bookmark >= self.bookmark_interval:
-                        yield self._bookmark(kind, watch.resource_version)
+                        yield self._bookmark(kind, watch.resource_version, api_version=api_version)
                         last_bookmark = time.monotonic()
                     else:
                         yield b""
@@ -385,11 +412,11 @@ class ApiHandler:
         return b'{"type":"' + event.type.encode() + b'","object":' + obj + b"}\n"
 
     @staticmethod
-    def _bookmark(kind: str, rv: int, *, initial_end: bool = False) -> bytes:
+    def _bookmark(kind: str, rv: int, *, initial_end: bool = False, api_version: str = "v1") -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(rv), "creationTimestamp": None}
         if initial_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        obj = {"kind": kind, "apiVersion": "v1", "metadata": meta}
+        obj = {"kind": kind, "apiVersion": api_version, "metadata": meta}
         return _encode({"type": "BOOKMARK", "object": obj}) + b"\n"
 
     # -- deletes -----------------------------------------------------------------------
@@ -441,8 +468,11 @@ class ApiHandler:
                     continue
                 raise
             out.append(stored.raw)
-        kind = RESOURCES[resource].list_kind
-        head = f'{{"kind":"{kind}","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}"}},"items":['
+        info = RESOURCES[resource]
+        head = (
+            f'{{"kind":"{info.list_kind}","apiVersion":"{info.api_version}",'
+            f'"metadata":{{"resourceVersion":"{rv}"}},"items":['
+        )
         return Response(200, head.encode() + b",".join(out) + b"]}")
 
     def _bind(self, req: Request, namespace: str, name: str) -> Response:

@@ -96,9 +96,20 @@ _NODE_MERGE_KEYS: Mapping[tuple[str, ...], str] = {
 
 
 class ResourceInfo:
-    """Static facts about a served resource."""
+    """Static facts about a served resource.
 
-    __slots__ = ("kind", "list_kind", "merge_keys", "name", "namespaced", "singular")
+    ``key`` names it in :data:`RESOURCES` and in :class:`Store` calls: the resource
+    for the core group (``pods``), ``resource.group`` otherwise
+    (``leases.coordination.k8s.io``), as kube-apiserver names it in its messages.
+    ``storage`` is the key of the objects it serves: two resources may share one
+    storage (``events`` and ``events.events.k8s.io``), the ``strategy`` of each
+    converting between its wire form and the stored one.
+    """
+
+    __slots__ = (
+        "api_version", "group", "has_status", "key", "kind", "kind_group", "list_kind", "merge_keys", "name",
+        "namespaced", "singular", "storage", "strategy", "version",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -107,6 +118,11 @@ class ResourceInfo:
         *,
         namespaced: bool,
         merge_keys: Mapping[tuple[str, ...], str],
+        group: str = "",
+        version: str = "v1",
+        storage: str | None = None,
+        has_status: bool = True,
+        strategy: Strategy | None = None,
     ) -> None:
         self.name = name
         self.kind = kind
@@ -114,13 +130,72 @@ class ResourceInfo:
         self.singular = kind.lower()
         self.namespaced = namespaced
         self.merge_keys = merge_keys
+        self.group = group
+        self.version = version
+        self.api_version = f"{group}/{version}" if group else version
+        self.key = f"{name}.{group}" if group else name
+        self.storage = storage or self.key
+        self.has_status = has_status
+        self.strategy = strategy
+        # The group of the kind validation errors name: the storage's (events.k8s.io's are core Events).
+        self.kind_group = group if storage is None else ""
+
+    def view(self, stored: Stored) -> Stored:
+        """``stored`` in this resource's wire form (the same object unless the strategy converts)."""
+        strategy = self.strategy
+        if strategy is None or not strategy.converts:
+            return stored
+        obj = strategy.from_storage(stored.obj)
+        return Stored(obj, _encode(obj), None, stored.rv)
+
+
+class Strategy:
+    """What a resource adds to the store's generic handling (kube-apiserver's REST strategy).
+
+    The base class does nothing; :mod:`podstatus.server.kinds` defines the
+    strategies of nodes, leases and events. Hooks work on private copies and
+    append to ``errors`` (answered with 422 Invalid); a malformed body raises
+    :class:`BadRequestError` (400) itself.
+    """
+
+    # True when the wire form differs from the stored one (from_storage/to_storage convert).
+    converts = False
+
+    def to_storage(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """A request body (already checked to be this kind) in the stored form."""
+        return obj
+
+    def from_storage(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """A stored object in this resource's wire form (a new dict)."""
+        return obj
+
+    def prepare_create(self, obj: dict[str, Any], errors: builtins.list[FieldError]) -> None:
+        """Default and validate a new object (stored form)."""
+        obj.setdefault("spec", {})
+        obj.setdefault("status", {})
+
+    def prepare_update(
+        self,
+        old: dict[str, Any],
+        obj: dict[str, Any],
+        subresource: str | None,
+        errors: builtins.list[FieldError],
+    ) -> None:
+        """Default and validate a replacement (stored form; server-owned metadata already kept)."""
 
 
 RESOURCES: dict[str, ResourceInfo] = {
     "pods": ResourceInfo("pods", "Pod", namespaced=True, merge_keys=POD_MERGE_KEYS),
     "nodes": ResourceInfo("nodes", "Node", namespaced=False, merge_keys=_NODE_MERGE_KEYS),
-    "namespaces": ResourceInfo("namespaces", "Namespace", namespaced=False, merge_keys={}),
+    "namespaces": ResourceInfo("namespaces", "Namespace", namespaced=False, merge_keys={}, has_status=False),
 }
+
+
+def register(info: ResourceInfo) -> ResourceInfo:
+    """Serve one more resource (or replace one: nodes get their strategy this way)."""
+    RESOURCES[info.key] = info
+    return info
+
 
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -179,9 +254,15 @@ class Event:
 # --- errors as the real server words them ---------------------------------------------
 
 
+def _details(resource: str, name: str) -> dict[str, Any]:
+    # "leases.coordination.k8s.io": the details name the group apart (none for the core group).
+    plural, _, group = resource.partition(".")
+    return {"name": name, "group": group, "kind": plural} if group else {"name": name, "kind": plural}
+
+
 def not_found(resource: str, name: str) -> NotFoundError:
     message = f'{resource} "{name}" not found'
-    return NotFoundError(message, status=status_body(404, "NotFound", message, name=name, kind=resource))
+    return NotFoundError(message, status=status_body(404, "NotFound", message, **_details(resource, name)))
 
 
 def already_exists(resource: str, name: str) -> ConflictError:
@@ -189,13 +270,13 @@ def already_exists(resource: str, name: str) -> ConflictError:
     return ConflictError(
         message,
         reason="AlreadyExists",
-        status=status_body(409, "AlreadyExists", message, name=name, kind=resource),
+        status=status_body(409, "AlreadyExists", message, **_details(resource, name)),
     )
 
 
 def conflict(resource: str, name: str, why: str) -> ConflictError:
     message = f'Operation cannot be fulfilled on {resource} "{name}": {why}'
-    return ConflictError(message, status=status_body(409, "Conflict", message, name=name, kind=resource))
+    return ConflictError(message, status=status_body(409, "Conflict", message, **_details(resource, name)))
 
 
 _MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
@@ -256,10 +337,12 @@ class FieldError:
         }
 
 
-def invalid(kind: str, name: str, errors: list[FieldError]) -> UnprocessableEntityError:
+def invalid(kind: str, name: str, errors: list[FieldError], group: str = "") -> UnprocessableEntityError:
     text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
-    message = f'{kind} "{name}" is invalid: {text}'
-    body = status_body(422, "Invalid", message, name=name, kind=kind, causes=[e.cause() for e in errors])
+    qualified = f"{kind}.{group}" if group else kind
+    message = f'{qualified} "{name}" is invalid: {text}'
+    where = {"name": name, "group": group, "kind": kind} if group else {"name": name, "kind": kind}
+    body = status_body(422, "Invalid", message, **where, causes=[e.cause() for e in errors])
     return UnprocessableEntityError(message, status=body)
 
 
@@ -805,7 +888,7 @@ class Store:
         return info
 
     def _bucket(self, info: ResourceInfo, namespace: str | None) -> dict[str, Stored]:
-        objects = self._objects[info.name]
+        objects = self._objects.setdefault(info.storage, {})
         key = (namespace or "") if info.namespaced else ""
         bucket = objects.get(key)
         if bucket is None:
@@ -835,7 +918,7 @@ class Store:
     ) -> None:
         # Caller holds the lock and has assigned stored.rv == self._rv + 1.
         self._rv = stored.rv
-        self._ring[stored.rv % self._size] = Event(type_, info.name, namespace, stored, old, stored.rv)
+        self._ring[stored.rv % self._size] = Event(type_, info.storage, namespace, stored, old, stored.rv)
         self._changed.notify_all()
         log.debug("%s %s %s/%s rv=%d", type_, info.name, namespace, stored.name, stored.rv)
 
@@ -851,8 +934,8 @@ class Store:
             else:
                 found = self._bucket(info, namespace).get(name)
             if found is None:
-                raise not_found(info.name, name)
-            return found
+                raise not_found(info.key, name)
+            return info.view(found)
 
     def list(
         self,
@@ -864,19 +947,21 @@ class Store:
     ) -> tuple[builtins.list[Stored], int]:
         """Matching objects (sorted by namespace and name) and the list's resourceVersion."""
         info = self._info(resource)
-        ls, fs = _selectors(info.name, label_selector, field_selector)
+        ls, fs = _selectors(info.key, label_selector, field_selector)
         with self._lock:
             self._maybe_reap()
             items = self._snapshot(info, namespace)
             rv = self._rv
         if ls is not None or fs is not None:
             items = [s for s in items if _matches(s.obj, ls, fs)]
+        if info.strategy is not None and info.strategy.converts:
+            items = [info.view(s) for s in items]
         return items, rv
 
     def _snapshot(self, info: ResourceInfo, namespace: str | None) -> builtins.list[Stored]:
         if info.name == "namespaces":
             return [self._namespaces[k] for k in sorted(self._namespaces)]
-        objects = self._objects[info.name]
+        objects = self._objects.get(info.storage) or {}
         if info.namespaced and namespace:
             bucket = objects.get(namespace) or {}
             return [bucket[k] for k in sorted(bucket)]
@@ -895,6 +980,8 @@ class Store:
                 ),
             )
         obj = self._private_copy(body, info)
+        if info.strategy is not None:
+            obj = info.strategy.to_storage(obj)
         meta = obj["metadata"]
         self._check_namespace(info, namespace, meta)
         name = meta.get("name") or ""
@@ -921,11 +1008,13 @@ class Store:
             obj["status"]["qosClass"] = _qos_class(spec)
             _validate_pod_spec(spec, errors)
             meta["generation"] = 1
+        elif info.strategy is not None:
+            info.strategy.prepare_create(obj, errors)
         else:
             obj.setdefault("spec", {})
             obj.setdefault("status", {})
         if errors:
-            raise invalid(info.kind, name or generate, errors)
+            raise invalid(info.kind, name or generate, errors, info.kind_group)
         with self._lock:
             self._maybe_reap()
             bucket = self._bucket(info, namespace)
@@ -935,9 +1024,9 @@ class Store:
                 check: builtins.list[FieldError] = []
                 _check_subdomain(name, "metadata.name", check)
                 if check:
-                    raise invalid(info.kind, name, check)
+                    raise invalid(info.kind, name, check, info.kind_group)
             if name in bucket:
-                raise already_exists(info.name, name)
+                raise already_exists(info.key, name)
             rv = self._rv + 1
             meta["uid"] = str(uuid.uuid4())
             meta["resourceVersion"] = str(rv)
@@ -947,7 +1036,7 @@ class Store:
             if info.namespaced:
                 self._ensure_namespace(namespace or "")
             self._record("ADDED", info, namespace or "", stored, None)
-            return stored
+            return info.view(stored)
 
     def update(
         self, resource: str, namespace: str | None, name: str, body: Any, *, subresource: str | None = None
@@ -956,6 +1045,8 @@ class Store:
         info = self._info(resource)
         self._check_subresource(info, subresource)
         obj = self._private_copy(body, info)
+        if info.strategy is not None:
+            obj = info.strategy.to_storage(obj)
         meta = obj["metadata"]
         self._check_namespace(info, namespace, meta)
         if meta.get("name") and meta["name"] != name:
@@ -965,7 +1056,7 @@ class Store:
         with self._lock:
             self._maybe_reap()
             current = self._current(info, namespace, name)
-            return self._write(info, namespace or "", current, obj, subresource, bad=400)
+            return info.view(self._write(info, namespace or "", current, obj, subresource, bad=400))
 
     def patch(
         self,
@@ -1006,6 +1097,10 @@ class Store:
             self._maybe_reap()
             current = self._current(info, namespace, name)
             base = current.obj
+            converts = info.strategy is not None and info.strategy.converts
+            if converts:
+                # The patch is written against this resource's wire form.
+                base = info.view(current).obj
             if subresource == "status" and kind != JSON_PATCH:
                 # Only metadata and status of the result are used: the patch engine need not
                 # copy the spec (the status strategy keeps the stored one).
@@ -1020,7 +1115,7 @@ class Store:
                         raise PatchError("a JSON merge patch must be a JSON object")
                     result = apply_json_merge_patch(base, data)
                 else:
-                    result = apply_json_patch(current.obj, data)
+                    result = apply_json_patch(base, data)
             except PatchError as err:
                 message = str(err)
                 raise UnprocessableEntityError(message, status=status_body(422, "Invalid", message)) from None
@@ -1028,7 +1123,10 @@ class Store:
                 message = "the patched object is not a JSON object with metadata"
                 raise UnprocessableEntityError(message, status=status_body(422, "Invalid", message))
             result.setdefault("metadata", {})
-            return self._write(info, namespace or "", current, result, subresource, bad=422, patch=True)
+            if info.strategy is not None:
+                result = info.strategy.to_storage(result)
+            written = self._write(info, namespace or "", current, result, subresource, bad=422, patch=True)
+            return info.view(written)
 
     def bind(self, namespace: str, name: str, node_name: str) -> Stored:
         """Set ``spec.nodeName`` of an unbound pod (the ``pods/binding`` subresource)."""
@@ -1091,9 +1189,10 @@ class Store:
             if info.name != "pods":
                 if meta.get("finalizers"):
                     if meta.get("deletionTimestamp"):
-                        return current, False
-                    return self._mark_deleted(info, ns, current, 0, bump_generation=False), False
-                return self._remove(info, ns, current), True
+                        return info.view(current), False
+                    marked = self._mark_deleted(info, ns, current, 0, bump_generation=False)
+                    return info.view(marked), False
+                return info.view(self._remove(info, ns, current)), True
             if grace_period_seconds is not None and grace_period_seconds < 0:
                 grace_period_seconds = 1
             if meta.get("deletionTimestamp"):
@@ -1172,17 +1271,19 @@ class Store:
             if found is not None:
                 message = "namespaces are read-only in this server"
                 raise MethodNotAllowedError(message, status=status_body(405, "MethodNotAllowed", message))
-            raise not_found(info.name, name)
+            raise not_found(info.key, name)
         current = self._bucket(info, namespace).get(name)
         if current is None:
-            raise not_found(info.name, name)
+            raise not_found(info.key, name)
         return current
 
     @staticmethod
     def _check_subresource(info: ResourceInfo, subresource: str | None) -> None:
-        if subresource not in (None, "", "status") or (info.name == "namespaces" and subresource):
+        if subresource not in (None, "", "status") or (not info.has_status and subresource):
             message = "the server could not find the requested resource"
-            raise NotFoundError(message, status=status_body(404, "NotFound", message))
+            status = status_body(404, "NotFound", message)
+            status["details"] = {}
+            raise NotFoundError(message, status=status)
 
     @staticmethod
     def _private_copy(body: Any, info: ResourceInfo) -> dict[str, Any]:
@@ -1211,16 +1312,16 @@ class Store:
         kind = obj.get("kind")
         if kind not in (None, "", info.kind):
             raise bad_request(
-                f'{info.kind} in version "v1" cannot be handled as a {info.kind}: wrong kind {kind!r}'
+                f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: wrong kind {kind!r}'
             )
         api_version = obj.get("apiVersion")
-        if api_version not in (None, "", "v1"):
+        if api_version not in (None, "", info.api_version):
             raise bad_request(
-                f'{info.kind} in version "v1" cannot be handled as a {info.kind}: '
+                f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
                 f"unsupported apiVersion {api_version!r}"
             )
         obj["kind"] = info.kind
-        obj["apiVersion"] = "v1"
+        obj["apiVersion"] = info.api_version
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
@@ -1272,13 +1373,13 @@ class Store:
         if other_uid and not patch:
             # The UID of a PUT body is a storage precondition (rest.DefaultUpdatedObjectInfo).
             raise conflict(
-                info.name, name, f"StorageError: invalid object, Code: 4, Key: {_registry_key(info, ns, name)}, "
+                info.key, name, f"StorageError: invalid object, Code: 4, Key: {_registry_key(info, ns, name)}, "
                 f"ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, "
                 f"UID in object meta: {cur_meta.get('uid')}",
             )  # fmt: skip
         rv = meta.get("resourceVersion")
         if rv and rv != cur_meta.get("resourceVersion"):
-            raise conflict(info.name, name, _MODIFIED)
+            raise conflict(info.key, name, _MODIFIED)
         if meta.get("name") and meta["name"] != name:
             raise bad_request(
                 f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
@@ -1345,8 +1446,8 @@ class Store:
             obj["status"] = status if status is not None else {}
         else:
             obj = dict(new)
-            obj["kind"] = info.kind
-            obj["apiVersion"] = "v1"
+            obj["kind"] = current.obj.get("kind", info.kind)
+            obj["apiVersion"] = current.obj.get("apiVersion", info.api_version)
             obj["metadata"] = meta
             # Writes to the main resource leave the status alone, as the real server does.
             if "status" in current.obj:
@@ -1364,12 +1465,14 @@ class Store:
                         errors.append(FieldError("spec", "Forbidden", detail=_SPEC_FORBIDDEN))
                     elif "generation" in meta:
                         meta["generation"] = int(meta["generation"]) + 1
+        if info.strategy is not None:
+            info.strategy.prepare_update(current.obj, obj, subresource, errors)
         # Types first: the semantic checks below may then trust them.
         pod = self._typecheck(info, obj, bad)
         if is_pod and subresource == "status":
             _validate_pod_status(current.obj, obj, errors, strict=self._strict_status)
         if errors:
-            raise invalid(info.kind, name, errors)
+            raise invalid(info.kind, name, errors, info.kind_group)
         if (pod == current.pod) if is_pod else (obj == current.obj):
             return current  # nothing changed: no new resourceVersion, no event (as the real server)
         if (
@@ -1460,7 +1563,7 @@ class Store:
         come first as ADDED events; with one, the changes after it (410 Expired when
         it is older than the history)."""
         info = self._info(resource)
-        ls, fs = _selectors(info.name, label_selector, field_selector)
+        ls, fs = _selectors(info.key, label_selector, field_selector)
         start: int | None = None
         if resource_version not in (None, "", "0"):
             try:
@@ -1524,7 +1627,7 @@ class Watch:
         self._fs = field_selector
         self._cursor = cursor
         self._pending: list[Event] = [
-            Event("ADDED", info.name, namespace or "", s, None, s.rv) for s in initial
+            Event("ADDED", info.storage, namespace or "", s, None, s.rv) for s in initial
         ]
         self._pending.reverse()
         self._initial_left = len(initial)
@@ -1573,7 +1676,12 @@ class Watch:
             if self._pending:
                 if self._initial_left:
                     self._initial_left -= 1
-                return self._pending.pop()
+                event = self._pending.pop()
+                strategy = self.info.strategy
+                if strategy is not None and strategy.converts:
+                    event = Event(event.type, event.resource, event.namespace,
+                                  self.info.view(event.stored), event.old, event.rv)  # fmt: skip
+                return event
             if self._closed or store._closed:
                 return None
             with store._lock:
@@ -1593,7 +1701,7 @@ class Watch:
             self._pending.reverse()
 
     def _filter(self, event: Event) -> Event | None:
-        if event.resource != self.info.name:
+        if event.resource != self.info.storage:
             return None
         if self._namespace and event.namespace != self._namespace:
             return None
