@@ -33,19 +33,28 @@ AGENT_SA = "podstatus-node"
 AGENT_USER = f"system:serviceaccount:{AGENT_NAMESPACE}:{AGENT_SA}"
 # Node names: the stable node is never stopped (the whole-session watcher reads it);
 # the flaky one is paused and killed by the failure cases.
-STABLE_NODE = "cp-stable"
-FLAKY_NODE = "cp-flaky"
+STABLE_NODE = "cp-stable-1"
+FLAKY_NODE = "cp-flaky-1"
 # Shortened from the upstream 50 s to keep the suite's wall time down (the agent renews
 # its Lease every 10 s, so 30 s still tolerates two late renewals).
 NODE_MONITOR_GRACE = 30
 NODE_MONITOR_PERIOD = 2
 GATE = "example.com/load-balancer-ready"
+# `podstatus node` registers its nodes with this NoSchedule taint (as virtual-kubelet does), so
+# only pods that tolerate it land there; every workload of the suite tolerates it.
+VIRTUAL_NODE_TAINT = "podstatus.io/virtual-node"
+TOLERATIONS = [{"key": VIRTUAL_NODE_TAINT, "operator": "Exists", "effect": "NoSchedule"}]
 
 
 def bin_path(name: str) -> str:
     """A console script of the venv this interpreter belongs to (kubectl, podstatus)."""
     candidate = Path(sys.executable).parent / name
     return str(candidate) if candidate.exists() else name
+
+
+def podstatus_bin() -> str:
+    """The ``podstatus`` command the agents run: the venv's, or $PODSTATUS_BIN (another build of it)."""
+    return os.environ.get("PODSTATUS_BIN") or bin_path("podstatus")
 
 
 def unique(prefix: str) -> str:
@@ -231,6 +240,7 @@ def pod_manifest(
         "containers": [{"name": "app", "image": image}],
         "restartPolicy": restart_policy,
         "terminationGracePeriodSeconds": grace,
+        "tolerations": TOLERATIONS,
     }
     if node:
         spec["nodeName"] = node
@@ -257,6 +267,7 @@ def template(
         "containers": [{"name": "app", "image": image}],
         "restartPolicy": restart_policy,
         "terminationGracePeriodSeconds": 2,
+        "tolerations": TOLERATIONS,
     }
     if gates:
         spec["readinessGates"] = [{"conditionType": g} for g in gates]
@@ -277,15 +288,24 @@ def restart_counts(pod: dict[str, Any]) -> dict[str, int]:
 class Agent:
     """One ``podstatus node`` process serving one virtual node, logging to a file (appended over restarts)."""
 
-    def __init__(self, name: str, kubeconfig: str, log_path: Path) -> None:
+    def __init__(self, name: str, kubeconfig: str, log_path: Path, extra_args: Iterable[str] = ()) -> None:
         self.name = name
         self.kubeconfig = kubeconfig
         self.log_path = log_path
+        self.extra_args = list(extra_args)
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def command(self, *, take_over: bool = False) -> list[str]:
-        cmd = [bin_path("podstatus"), "node", "--kubeconfig", self.kubeconfig, "--name", self.name]
+        cmd = [
+            podstatus_bin(),
+            "node",
+            "--kubeconfig",
+            self.kubeconfig,
+            "--name",
+            self.name,
+            *self.extra_args,
+        ]
         if take_over:
             cmd.append("--take-over")
         return cmd
@@ -348,7 +368,7 @@ class Agents:
 def agent_supports(flag: str) -> bool:
     """Whether ``podstatus node --help`` lists ``flag``."""
     proc = subprocess.run(
-        [bin_path("podstatus"), "node", "--help"], capture_output=True, text=True, timeout=60, check=False
+        [podstatus_bin(), "node", "--help"], capture_output=True, text=True, timeout=60, check=False
     )
     return flag in proc.stdout
 
@@ -356,8 +376,8 @@ def agent_supports(flag: str) -> bool:
 class NodeWatcher:
     """Polls one node and its Lease for the whole session and records every moment it was not healthy.
 
-    Healthy: condition Ready is True, the node has no taints, and the Lease was renewed within
-    the controller's grace period.
+    Healthy: condition Ready is True, no taint was added to the ones the node registered with
+    (the first sample's), and the Lease was renewed within the controller's grace period.
     """
 
     def __init__(self, cluster: Cluster, node: str, *, interval: float = 2.0) -> None:
@@ -369,6 +389,7 @@ class NodeWatcher:
         self.renewals: set[str] = set()
         self.max_lease_age = 0.0
         self.violations: list[str] = []
+        self.baseline_taints: list[dict[str, Any]] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"watch-{node}", daemon=True)
 
@@ -400,8 +421,11 @@ class NodeWatcher:
         if ready is None or ready.get("status") != "True":
             self.violations.append(f"{stamp.isoformat()} Ready={dump(ready, 400)}")
         taints = (node.get("spec") or {}).get("taints") or []
-        if taints:
-            self.violations.append(f"{stamp.isoformat()} taints={taints}")
+        if self.baseline_taints is None:
+            self.baseline_taints = taints
+        added = [t for t in taints if t not in self.baseline_taints]
+        if added:
+            self.violations.append(f"{stamp.isoformat()} taints added: {added}")
         renew = parse_time((lease.get("spec") or {}).get("renewTime"))
         if renew is None:
             self.violations.append(f"{stamp.isoformat()} lease has no renewTime")

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from cpkit import (
     FLAKY_NODE,
     NODE_MONITOR_GRACE,
+    Agent,
     Agents,
     Cluster,
     PodRecorder,
@@ -218,3 +220,29 @@ def test_agent_killed_and_restarted_keeps_every_pod_state(cluster: Cluster, ns: 
             last_phase = phase or last_phase
             last_counts = {**last_counts, **counts}
     assert not problems, "\n".join(problems)
+
+
+def test_sigterm_with_on_stop_cordon_marks_the_node_unschedulable_and_exits(
+    cluster: Cluster, agent_kubeconfig: str, agents: Agents, tmp_path: Path
+) -> None:
+    """A third agent, stopped as a Deployment's pod would be: SIGTERM; it cordons its node and exits 0."""
+    name = "cp-cordon-1"
+    agent = Agent(name, agent_kubeconfig, tmp_path / f"{name}.log", ["--on-stop", "cordon"])
+    agent.start()
+    try:
+        wait_until(
+            lambda: condition_status(cluster.node(name), "Ready") == "True",
+            timeout=90,
+            what=f"node {name} Ready",
+            state=lambda: agent.log_text()[-3000:],
+        )
+        assert not cluster.node(name)["spec"].get("unschedulable")
+        code = agent.stop(timeout=30)
+        assert code == 0, f"exit {code}:\n{agent.log_text()[-3000:]}"
+        node = cluster.node(name)
+        assert node["spec"].get("unschedulable") is True, node["spec"]
+        reasons = [e.get("reason") for e in cluster.events_for("default", name)]
+        assert "NodeNotSchedulable" in reasons, reasons
+    finally:
+        agent.stop()
+        cluster.core.delete_node(name)

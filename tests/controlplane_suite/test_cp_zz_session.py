@@ -3,8 +3,9 @@
 * The stable node stayed Ready, untainted, with its Lease renewed, for at least 3 minutes
   (sampled every 2 s by ``stable_watch`` while every other case ran: no extra wall time
   unless the session was shorter).
-* deploy/'s role is sufficient: the apiserver's audit log holds no 403 for the agent's
-  ServiceAccount over the whole session, and the agents logged none.
+* deploy/'s role is sufficient: the apiserver's audit log holds no request of the agent's
+  ServiceAccount that authorization denied, nor any other 403 (except Events refused by
+  NamespaceLifecycle admission in a namespace being deleted), and the agents logged none.
 * ... and not wider than needed: every permission it grants was used in the session, or
   is listed below with the reason it is kept.
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from cpkit import AGENT_USER, DEPLOY, Agents, NodeWatcher
+from cpkit import AGENT_USER, DEPLOY, VIRTUAL_NODE_TAINT, Agents, NodeWatcher
 
 pytestmark = pytest.mark.apiserver
 
@@ -44,27 +45,53 @@ def test_stable_node_stayed_ready_with_its_lease_renewed(stable_watch: NodeWatch
     stable_watch.stop()
     assert stable_watch.elapsed() >= MIN_HEALTHY
     assert not stable_watch.violations, "\n".join(stable_watch.violations[:40])
+    # The only taint is the one the agent registers its nodes with; no node.kubernetes.io/* ever.
+    assert all(t["key"] == VIRTUAL_NODE_TAINT for t in stable_watch.baseline_taints or []), (
+        stable_watch.baseline_taints
+    )
     # Sampled all along (every ~2 s), and the Lease moved every ~10 s.
     assert stable_watch.samples >= MIN_HEALTHY / 4, stable_watch.samples
     assert len(stable_watch.renewals) >= MIN_HEALTHY / 15, sorted(stable_watch.renewals)
 
 
+def _denied_by_authorization(e: dict[str, Any]) -> bool:
+    return (e.get("annotations") or {}).get("authorization.k8s.io/decision") == "forbid"
+
+
+def _namespace_terminating(e: dict[str, Any]) -> bool:
+    """A 403 of NamespaceLifecycle admission: an Event for a pod whose namespace is being deleted.
+
+    Every kubelet meets these when a namespace goes away under running pods; it is not a
+    permission the role lacks (authorization allowed the request).
+    """
+    status = e.get("responseStatus") or {}
+    causes = (status.get("details") or {}).get("causes") or []
+    return not _denied_by_authorization(e) and any(c.get("reason") == "NamespaceTerminating" for c in causes)
+
+
 def test_the_agent_was_never_forbidden(control_plane: Any, agents: Agents) -> None:
     events = _audit_events(control_plane.audit_log)
     assert len(events) > 50, f"only {len(events)} audit events for {AGENT_USER}: is the audit log on?"
+    allowed = [
+        e for e in events if (e.get("annotations") or {}).get("authorization.k8s.io/decision") == "allow"
+    ]
+    assert len(allowed) > 50, "the audit log holds no authorization decisions"
     forbidden = [
-        {k: e.get(k) for k in ("verb", "requestURI", "objectRef", "responseStatus")}
+        {k: e.get(k) for k in ("verb", "requestURI", "objectRef", "responseStatus", "annotations")}
         for e in events
-        if (e.get("responseStatus") or {}).get("code") == 403
+        if _denied_by_authorization(e)
+        or ((e.get("responseStatus") or {}).get("code") == 403 and not _namespace_terminating(e))
     ]
     assert not forbidden, f"{len(forbidden)} requests of the agent were forbidden:\n" + "\n".join(
         json.dumps(f) for f in forbidden[:20]
     )
     for agent in agents.all():
-        text = agent.log_text()
-        assert "403" not in text and "orbidden" not in text, f"{agent.name} logged a 403:\n" + "\n".join(
-            line for line in text.splitlines() if "403" in line or "orbidden" in line
-        )
+        bad = [
+            line
+            for line in agent.log_text().splitlines()
+            if ("403" in line or "orbidden" in line) and "being terminated" not in line
+        ]
+        assert not bad, f"{agent.name} logged a 403:\n" + "\n".join(bad[:20])
 
 
 def _grants() -> set[tuple[str, str, str]]:
