@@ -57,7 +57,7 @@ def _rolled_out(dep: dict[str, Any], replicas: int) -> bool:
     )
 
 
-def _pods_summary(cluster: Cluster, ns: str, selector: str) -> list[dict[str, Any]]:
+def _pods_summary(cluster: Cluster, ns: str, selector: str | None) -> list[dict[str, Any]]:
     return [
         {
             "name": p["metadata"]["name"],
@@ -324,3 +324,24 @@ def test_graceful_delete_stops_containers_removes_the_pod_and_leaves_events(
         assert want in reasons, f"event {want} missing; events: {reasons}"
     # The trail is in order: the container started before it was killed.
     assert "Started" in reasons, reasons
+
+
+def test_pods_on_different_virtual_nodes_get_distinct_ips(cluster: Cluster, ns: str, agents: Agents) -> None:
+    """The cluster network model: every pod has its own IP, whichever agent runs it."""
+    names = [f"ip-{node}-{i}" for node in (STABLE_NODE, FLAKY_NODE) for i in range(3)]
+    for n in names:
+        node = STABLE_NODE if STABLE_NODE in n else FLAKY_NODE
+        cluster.core.create_namespaced_pod(ns, pod_manifest(n, node=node))
+
+    def ips() -> dict[str, str]:
+        found = {p["metadata"]["name"]: (p.get("status") or {}).get("podIP") for p in cluster.pods(ns)}
+        return found if all(found.get(n) for n in names) else {}
+
+    found = wait_until(
+        ips, timeout=90, what="an IP on every pod", state=lambda: _pods_summary(cluster, ns, None)
+    )
+    by_ip: dict[str, list[str]] = {}
+    for name, ip in found.items():
+        by_ip.setdefault(ip, []).append(name)
+    shared = {ip: pods for ip, pods in by_ip.items() if len(pods) > 1}
+    assert not shared, f"pods sharing an IP: {shared}"
