@@ -46,6 +46,7 @@ from cpkit import (
     NodeWatcher,
     bin_path,
     condition_status,
+    is_condition_taint,
     kubectl,
     unique,
     wait_until,
@@ -256,7 +257,10 @@ def agent_kubeconfig(
 
 
 def _node_ready(cluster: Cluster, name: str) -> bool:
-    return condition_status(cluster.node(name), "Ready") == "True"
+    """Ready, and the controller has lifted the not-ready taint a new node starts with."""
+    node = cluster.node(name)
+    taints = (node.get("spec") or {}).get("taints") or []
+    return condition_status(node, "Ready") == "True" and not any(is_condition_taint(t) for t in taints)
 
 
 @pytest.fixture(scope="session")

@@ -373,6 +373,11 @@ def agent_supports(flag: str) -> bool:
     return flag in proc.stdout
 
 
+def is_condition_taint(taint: dict[str, Any]) -> bool:
+    """A taint the node lifecycle controller sets for a node condition (not-ready, unreachable, ...)."""
+    return str(taint.get("key", "")).startswith("node.kubernetes.io/")
+
+
 class NodeWatcher:
     """Polls one node and its Lease for the whole session and records every moment it was not healthy.
 
@@ -422,8 +427,8 @@ class NodeWatcher:
             self.violations.append(f"{stamp.isoformat()} Ready={dump(ready, 400)}")
         taints = (node.get("spec") or {}).get("taints") or []
         if self.baseline_taints is None:
-            self.baseline_taints = taints
-        added = [t for t in taints if t not in self.baseline_taints]
+            self.baseline_taints = [t for t in taints if not is_condition_taint(t)]
+        added = [t for t in taints if is_condition_taint(t) or t not in self.baseline_taints]
         if added:
             self.violations.append(f"{stamp.isoformat()} taints added: {added}")
         renew = parse_time((lease.get("spec") or {}).get("renewTime"))
