@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck unit bench soak test-apiserver clean
+.PHONY: install demo test lint typecheck unit bench soak test-apiserver clientgo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ bench: $(STAMP)
 
 soak: $(STAMP)
 	$(PY) -m pytest -q -s -m slow tests/reliability
+
+# The client-go test program (tests/clientgo), cached per source hash; the tests build it too.
+clientgo: $(STAMP)
+	$(PY) tests/clientgo_build.py
 
 # Builds etcd, kube-apiserver, kube-controller-manager and kube-scheduler from the Go modules once
 # (one binary, cached in ~/.cache/podstatus-apiserver), then runs the integration suite against the

@@ -64,7 +64,12 @@ class ServerProcess:
         code = (
             "import sys\n"
             "from podstatus.server.http import serve\n"
-            "serve('127.0.0.1', 0, ready=lambda s: print(s.url, flush=True))\n"
+            # The benchmark's namespaces exist before the pods, as on a real cluster.
+            "def ready(s):\n"
+            "    for ns in ('bench-kubelet', 'bench-fast'):\n"
+            "        s.store.ensure_namespace(ns)\n"
+            "    print(s.url, flush=True)\n"
+            "serve('127.0.0.1', 0, ready=ready)\n"
         )
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
         self.proc = subprocess.Popen(

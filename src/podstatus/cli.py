@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser(
-        "serve", help="run the embedded Kubernetes API server (pods and nodes) on loopback"
+        "serve", help="run the embedded Kubernetes API server (pods, nodes, leases, events) on loopback"
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=6443, help="port (0 picks a free one; default 6443)")
@@ -58,6 +56,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--faults", default="", help="fault injection, e.g. error=0.1,latency=5ms..50ms,conflict=0.05"
+    )
+    serve.add_argument(
+        "--token",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="require a bearer token, generated and written into the kubeconfig (default: on)",
+    )
+    serve.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve HTTPS with a fresh CA, written into the kubeconfig (default: on; --no-tls needs --no-token)",
     )
 
     sim = sub.add_parser("simulate", help="run a simulated node agent (the main job)")
@@ -115,10 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --- serve ------------------------------------------------------------------------------
 
 
-def _make_server(host: str, port: int, faults: str) -> Any:
+def _make_server(host: str, port: int, faults: str, *, token: str | None = None, tls: bool = False) -> Any:
     from .server.http import EmbeddedApiServer
 
-    server = EmbeddedApiServer(host=host, port=port)
+    server = EmbeddedApiServer(host=host, port=port, token=token, tls=tls)
     if faults:
         from .server.faults import FaultPlan
 
@@ -128,11 +138,34 @@ def _make_server(host: str, port: int, faults: str) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from .server import security
+
     console = Console()
-    server = _make_server(args.host, args.port, args.faults)
+    loopback = security.is_loopback(args.host)
+    # client-go (kubectl) reads a kubeconfig's credentials only for an https server: a token
+    # over plain HTTP would never be sent, so the token brings TLS with it.
+    tls = (args.token or not loopback) if args.tls is None else args.tls
+    if args.token and not tls:
+        raise ValueError("--no-tls needs --no-token: kubectl and client-go send a token only over https")
+    token = security.generate_token() if args.token else None
+    if not loopback:
+        # Loud on purpose: the server's whole state is open to whoever can reach it.
+        how = ", ".join(
+            ["token required" if token else "NO authentication", "TLS" if tls else "NO TLS (plain HTTP)"]
+        )
+        Console(stderr=True).print(
+            f"[bold yellow]warning:[/] --host {args.host} is not a loopback address: "
+            f"other machines can reach this server ({how})"
+        )
+    server = _make_server(args.host, args.port, args.faults, token=token, tls=tls)
     server.start()
-    path = Path(args.kubeconfig).resolve()
-    server.write_kubeconfig(str(path))
+    # absolute(), not resolve(): resolving would follow a planted symlink to its target.
+    path = Path(args.kubeconfig).absolute()
+    try:
+        server.write_kubeconfig(path)
+    except OSError:
+        server.stop()
+        raise
     console.print(f"podstatus API server listening on [bold]{server.url}[/]")
     console.print(f"kubeconfig written to [bold]{path}[/]")
     console.print(f"try: kubectl --kubeconfig {path} get pods -o wide -w")
@@ -181,11 +214,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         client: Any = HttpKubeClient.from_kubeconfig(args.kubeconfig, context=args.context, requests=counter)
         target = f"cluster from {args.kubeconfig}"
     else:
+        from .server.security import private_dir
+
         server = _make_server("127.0.0.1", 0, args.faults)
         server.start()
-        kubeconfig = args.write_kubeconfig or os.path.join(
-            tempfile.gettempdir(), f"podstatus-{os.getpid()}.kubeconfig"
-        )
+        # Pods need their namespace (as on a real cluster, where it is created first).
+        for ns in sorted(
+            {str((m.get("metadata") or {}).get("namespace") or args.namespace) for m in manifests}
+        ):
+            server.store.ensure_namespace(ns)
+        # A fresh private directory, not a predictable name in the shared temp folder.
+        kubeconfig = args.write_kubeconfig or str(private_dir("podstatus-simulate-") / "kubeconfig")
         server.write_kubeconfig(kubeconfig)
         if args.in_process:
             from .clients.embedded import EmbeddedClient

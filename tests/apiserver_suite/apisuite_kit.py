@@ -87,6 +87,8 @@ class Answer:
     code: int
     body: Any
     raw: bytes = b""
+    # The Warning headers (fieldValidation=Warn), in order.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> dict[str, Any]:
@@ -119,9 +121,16 @@ class RawApi:
         return cls(settings.base_url.rstrip("/"), authorization_from_configuration(cfg), settings.ca_cert)
 
     def request(
-        self, method: str, path: str, body: Any = None, *, content_type: str = JSON, query: str = ""
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = JSON,
+        query: str = "",
+        accept: str = JSON,
     ) -> Answer:
-        headers = {"Accept": JSON}
+        headers = {"Accept": accept}
         if self.authorization:
             headers["Authorization"] = self.authorization
         data: bytes | None = None
@@ -134,7 +143,7 @@ class RawApi:
             decoded = json.loads(resp.data) if resp.data else None
         except ValueError:
             decoded = None
-        return Answer(resp.status, decoded, resp.data)
+        return Answer(resp.status, decoded, resp.data, resp.headers.getlist("Warning"))
 
     # Shorthands for pods in the test namespace.
     def pods_path(self, name: str = "", sub: str = "", ns: str = NS) -> str:

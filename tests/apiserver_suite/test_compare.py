@@ -862,6 +862,312 @@ def test_field_selectors(server: Server, real_server: Server, request: pytest.Fi
     assert got["unsupported"]["code"] == 400
 
 
+# -- request handling and hostile input (fieldValidation, dryRun, paging, namespaces...) -----------
+
+PODS_PATH = "/api/v1/namespaces/default/pods"
+
+
+def _numbers_scrubbed(answer: Any) -> Any:
+    """resourceVersions in messages differ between servers: numbers in strings become N."""
+    import re
+
+    if isinstance(answer, str):
+        return re.sub(r"\d+", "N", answer)
+    if isinstance(answer, dict):
+        return {k: _numbers_scrubbed(v) for k, v in answer.items()}
+    if isinstance(answer, list):
+        return [_numbers_scrubbed(v) for v in answer]
+    return answer
+
+
+def _in_namespace(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest without its namespace (the URL gives it)."""
+    manifest["metadata"].pop("namespace", None)
+    return manifest
+
+
+def test_strict_field_validation_on_create(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        body = pod_manifest(unique())
+        ctx.secrets[body["metadata"]["name"]] = "<name>"
+        body["spec"]["containers"][0]["bogus"] = 1
+        body["spec"]["alsoBogus"] = {"x": 1}
+        body["status"] = {"nope": True}
+        strict = ctx.raw.request("POST", PODS_PATH, body, query="fieldValidation=Strict")
+        warn = ctx.raw.request("POST", PODS_PATH, body, query="fieldValidation=Warn")
+        del body["metadata"]["name"]
+        body["metadata"]["generateName"] = "ignored-"
+        ignore = ctx.raw.request("POST", PODS_PATH, body, query="fieldValidation=Ignore")
+        default = ctx.raw.request("POST", PODS_PATH, body)
+        return {
+            "strict": ctx.error(strict),
+            "warn": [warn.code, warn.warnings, "bogus" in json.dumps(warn.body)],
+            "ignore": [ignore.code, ignore.warnings],
+            "default": [default.code, default.warnings],
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["strict"]["code"] == 400
+    assert got["warn"][1] == [
+        '299 - "unknown field \\"spec.containers[0].bogus\\""',
+        '299 - "unknown field \\"spec.alsoBogus\\""',
+        '299 - "unknown field \\"status.nope\\""',
+    ]
+
+
+def test_strict_field_validation_on_patches(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        smp = ctx.raw.request(
+            "PATCH", ctx.raw.pods_path(name, "status"), {"status": {"bogus": "x"}},
+            content_type="application/strategic-merge-patch+json", query="fieldValidation=Strict",
+        )  # fmt: skip
+        merge = ctx.raw.request(
+            "PATCH", ctx.raw.pods_path(name), {"spec": {"bogus": 1}},
+            content_type=MERGE, query="fieldValidation=Strict",
+        )  # fmt: skip
+        warn = ctx.raw.request(
+            "PATCH", ctx.raw.pods_path(name), {"metadata": {"bogus": 1}},
+            content_type=MERGE, query="fieldValidation=Warn",
+        )  # fmt: skip
+        merge_err = ctx.error(merge)
+        # The merge patch's error quotes the whole patched object (encoded differently): the tail only.
+        message = merge_err["body"]["message"]
+        merge_err["body"]["message"] = message[message.index("strict decoding error") :]
+        del merge_err["body"]["details"]
+        return {"smp": ctx.error(smp), "merge": merge_err, "warn": [warn.code, warn.warnings]}
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["smp"]["code"] == 422
+    assert got["smp"]["body"]["message"] == (
+        ' "" is invalid: patch: Invalid value: "map[status:map[bogus:x]]": '
+        'strict decoding error: unknown field "status.bogus"'
+    )
+
+
+def test_dry_run(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        ghost = pod_manifest(unique())
+        ctx.secrets[ghost["metadata"]["name"]] = "<ghost>"
+        created = ctx.raw.request("POST", PODS_PATH, ghost, query="dryRun=All")
+        patched = ctx.raw.request(
+            "PATCH", ctx.raw.pods_path(name), {"metadata": {"labels": {"a": "b"}}},
+            content_type=MERGE, query="dryRun=All",
+        )  # fmt: skip
+        before = ctx.raw.get_pod(name).body
+        deleted = ctx.raw.request("DELETE", ctx.raw.pods_path(name), query="dryRun=All")
+        after = ctx.raw.get_pod(name).body
+        bad = ctx.raw.request("POST", PODS_PATH, ghost, query="dryRun=Maybe")
+        meta = created.body["metadata"]
+        return {
+            "create": [created.code, "resourceVersion" in meta, bool(meta.get("uid"))],
+            "stored": ctx.raw.get_pod(ghost["metadata"]["name"]).code,
+            "patch": [patched.code, patched.body["metadata"].get("labels"),
+                      patched.body["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]],
+            "delete": [deleted.code, deleted.body["metadata"].get("deletionTimestamp") is not None,
+                       deleted.body["metadata"].get("deletionGracePeriodSeconds")],
+            "unchanged": after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+            and "labels" not in after["metadata"],
+            "bad": ctx.error(bad),
+        }  # fmt: skip
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["stored"] == 404 and got["unchanged"] is True
+
+
+def test_paging(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        ns = unique("page")
+        ctx.raw.ensure_namespace(ns)
+        path = f"/api/v1/namespaces/{ns}/pods"
+        for i in range(5):
+            assert ctx.raw.request("POST", path, _in_namespace(pod_manifest(f"p{i}"))).code == 201
+        first = ctx.raw.request("GET", path, query="limit=2").body
+        ctx.raw.request("POST", path, _in_namespace(pod_manifest("p2a")))
+        token = first["metadata"]["continue"]
+        second = ctx.raw.request("GET", path, query=f"limit=2&continue={token}").body
+        last = ctx.raw.request("GET", path, query=f"limit=2&continue={second['metadata']['continue']}").body
+        labelled = ctx.raw.request("GET", path, query="limit=2&labelSelector=app%21%3Dx").body
+        pages = [first, second, last]
+        return {
+            "names": [[p["metadata"]["name"] for p in page["items"]] for page in pages],
+            "remaining": [page["metadata"].get("remainingItemCount") for page in pages],
+            "continue": [bool(page["metadata"].get("continue")) for page in pages],
+            "same_rv": len({page["metadata"]["resourceVersion"] for page in pages}) == 1,
+            "selector": [len(labelled["items"]), labelled["metadata"].get("remainingItemCount"),
+                         bool(labelled["metadata"].get("continue"))],
+            "bogus": ctx.error(ctx.raw.request("GET", path, query="limit=1&continue=bogus")),
+            "with_rv": ctx.error(ctx.raw.request("GET", path, query=f"limit=1&continue={token}&resourceVersion=1")),
+        }  # fmt: skip
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["names"] == [["p0", "p1"], ["p2", "p3"], ["p4"]]
+
+
+def test_missing_and_created_namespaces(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        ns = unique("ns")
+        ctx.secrets[ns] = "<ns>"
+        missing = ctx.raw.request(
+            "POST", f"/api/v1/namespaces/{ns}/pods", _in_namespace(pod_manifest(unique()))
+        )
+        made = ctx.raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        again = ctx.raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        bad = ctx.raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": "Not.A.Label"}})
+        then = ctx.raw.request("POST", f"/api/v1/namespaces/{ns}/pods", _in_namespace(pod_manifest(unique())))
+        return {
+            "missing": ctx.error(missing),
+            "made": [made.code, ctx.scrub(made.body["metadata"].get("labels")), made.body.get("spec"),
+                     made.body.get("status")],
+            "again": ctx.error(again),
+            "bad": ctx.error(bad),
+            "then": then.code,
+        }  # fmt: skip
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["missing"]["code"] == 404 and got["then"] == 201
+
+
+def test_not_acceptable(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        html = ctx.raw.request("GET", PODS_PATH, accept="text/html")
+        both = ctx.raw.request(
+            "GET", PODS_PATH, accept="application/vnd.kubernetes.protobuf, application/json"
+        )
+        table = ctx.raw.request("GET", PODS_PATH, accept="application/json;as=Table;v=v1;g=meta.k8s.io")
+        return {
+            "html": [html.code, html.body.get("reason")],
+            "both": both.code,
+            "table": [table.code, table.body.get("kind")],
+            "v2": ctx.raw.request("GET", "/openapi/v2").code,
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["html"] == [406, "NotAcceptable"]
+
+
+def test_annotations_size(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        body = pod_manifest(unique())
+        ctx.secrets[body["metadata"]["name"]] = "<name>"
+        body["metadata"]["annotations"] = {"a": "x" * (256 * 1024)}
+        return ctx.error(ctx.raw.create_pod(body))
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["code"] == 422
+
+
+def test_number_ranges(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        body = pod_manifest(unique())
+        ctx.secrets[body["metadata"]["name"]] = "<name>"
+        body["spec"]["containers"][0]["ports"] = [{"containerPort": 2**40}]
+        too_big = ctx.error(ctx.raw.create_pod(body))
+        body["spec"]["containers"][0]["ports"] = [{"containerPort": 99999}]
+        bad_port = ctx.error(ctx.raw.create_pod(body))
+        body["spec"]["containers"][0]["ports"] = []
+        body["spec"]["terminationGracePeriodSeconds"] = 2**64
+        grace = ctx.error(ctx.raw.create_pod(body))
+        name, _ = ctx.pod()
+        status = {"status": {"containerStatuses": [cstatus("c", {"running": {}}, restartCount=2**40)]}}
+        merge = ctx.error(status_patch(ctx, name, status, MERGE))
+        message = merge["body"]["message"]
+        merge["body"]["message"] = message[message.index("json: cannot") :]
+        merge["body"].pop("details", None)
+        return {"too_big": too_big, "bad_port": bad_port, "grace": grace, "merge": merge}
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["too_big"]["code"] == 400 and got["bad_port"]["code"] == 422
+
+
+def test_int32_overflow_in_a_strategic_merge_patch(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """kube-apiserver v1.37.2 converts a strategic merge patch's numbers without range checks:
+    restartCount 2^40 is stored as 0 (2^40 + 5 as 5)."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        status = {"status": {"containerStatuses": [cstatus("c", {"running": {}}, restartCount=2**40 + 5)]}}
+        ans = status_patch(ctx, name, status)
+        if ans.code != 200:
+            return ctx.error(ans)
+        return [ans.code, ans.body["status"]["containerStatuses"][0]["restartCount"]]
+
+    if server.kind == "embedded":
+        # Deliberate (strict_status=True, the default): the number is refused, never stored wrapped.
+        got = scenario(Ctx(server.raw))
+        assert got["code"] == 422
+        assert got["body"]["message"].endswith(
+            "json: cannot unmarshal number 1099511627781 into Go struct field "
+            "ContainerStatus.status.containerStatuses.restartCount of type int32"
+        )
+        return
+    assert same_as_real(server, real_server, request, scenario) == [200, 5]
+
+
+def test_grace_period_out_of_range(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        query = ctx.error(
+            ctx.raw.request("DELETE", ctx.raw.pods_path(name), query=f"gracePeriodSeconds={2**70}")
+        )
+        body = ctx.error(ctx.raw.delete_pod(name, {"gracePeriodSeconds": 2**64}))
+        long = pod_manifest(unique())
+        ctx.secrets[long["metadata"]["name"]] = "<long>"
+        long["spec"]["terminationGracePeriodSeconds"] = 2**62
+        assert ctx.raw.create_pod(long).code == 201
+        deleted = ctx.raw.delete_pod(long["metadata"]["name"])
+        forced = ctx.raw.delete_pod(long["metadata"]["name"], {"gracePeriodSeconds": 0})
+        return {
+            "query": query,
+            "body": body,
+            "long": [deleted.code, deleted.body["metadata"].get("deletionGracePeriodSeconds")],
+            "forced": forced.code,
+            "gone": ctx.raw.get_pod(long["metadata"]["name"]).code,
+        }  # fmt: skip
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["query"]["code"] == 400 and got["long"][0] == 200
+
+
+def test_reads_at_a_future_resource_version(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        listed = ctx.raw.request("GET", PODS_PATH).body
+        future = int(listed["metadata"]["resourceVersion"]) + 100000
+        plain = ctx.raw.request("GET", PODS_PATH, query=f"resourceVersion={future}")
+        watch = ctx.raw.request(
+            "GET", PODS_PATH, query=f"watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+            f"&allowWatchBookmarks=true&resourceVersion={future}&timeoutSeconds=10",
+        )  # fmt: skip
+        first = json.loads(watch.raw.splitlines()[0]) if watch.raw else None
+        # A plain watch from there is accepted and waits for the events after it (none come).
+        waiting = ctx.raw.request(
+            "GET", PODS_PATH, query=f"watch=1&resourceVersion={future}&timeoutSeconds=2"
+        )
+        return _numbers_scrubbed(
+            {
+                "list": ctx.error(plain),
+                "watch": [watch.code, first],
+                "plain_watch": [waiting.code, waiting.raw.decode()],
+            }
+        )
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["list"]["code"] == 504
+
+
 # -- Leases, Events and Node rules (the node agent's resources) ---------------------------
 
 LEASES_PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
@@ -901,6 +1207,9 @@ def test_lease_validation_and_micro_time(
             ctx.error(create(leaseDurationSeconds="40")),
             _object(ctx, create(holderIdentity="n", leaseDurationSeconds=40,
                                 acquireTime="2026-01-02T04:04:05.000001+01:00", renewTime=MICRO)),
+            _object(ctx, create(holderIdentity="n", preferredHolder="m")),
+            _object(ctx, create(holderIdentity="n", strategy="OldestEmulationVersion", preferredHolder="m")),
+            _object(ctx, create(holderIdentity="n", strategy="Newest")),
         ]  # fmt: skip
 
     got = same_as_real(server, real_server, request, scenario)
@@ -1155,3 +1464,208 @@ def test_describe_pod_shows_its_events(
     assert got[0] == "Events:"
     assert any("BackOff" in line and "Back-off restarting" in line for line in got)
     assert any("(x3 over <age>)" in line for line in got)
+
+
+def test_exact_list(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        ns = unique("exact")
+        ctx.raw.ensure_namespace(ns)
+        path = f"/api/v1/namespaces/{ns}/pods"
+        assert ctx.raw.request("POST", path, _in_namespace(pod_manifest("a", node=None))).code == 201
+        rv = ctx.raw.request("GET", path).body["metadata"]["resourceVersion"]
+        assert ctx.raw.request("POST", path, _in_namespace(pod_manifest("b", node=None))).code == 201
+        assert ctx.raw.request("DELETE", f"{path}/a").code == 200
+        names = {}
+        for query in (f"resourceVersion={rv}&resourceVersionMatch=Exact", f"resourceVersion={rv}&limit=5",
+                      f"resourceVersion={rv}", f"resourceVersion={rv}&resourceVersionMatch=NotOlderThan"):  # fmt: skip
+            body = ctx.raw.request("GET", path, query=query).body
+            names[query.replace(rv, "RV")] = [p["metadata"]["name"] for p in body["items"]]
+        return names
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["resourceVersion=RV&resourceVersionMatch=Exact"] == ["a"]
+
+
+def test_event_and_lease_tables(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """The Table kubectl asks for: columns (names, priorities) and the cells of our rows."""
+
+    def scenario(ctx: Ctx) -> Any:
+        pod, uid = ctx.pod()
+        core, v1, lease = _named(ctx, "ev"), _named(ctx, "ev"), _named(ctx, "lease")
+        ctx.raw.request("POST", CORE_EVENTS, _core_event(core, pod, uid, reportingComponent="", count=5))
+        ctx.raw.request(
+            "POST", V1_EVENTS, _v1_event(v1, pod, uid, series={"count": 3, "lastObservedTime": MICRO})
+        )
+        ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {"holderIdentity": "h"}})
+        table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+        def rows(path: str, names: set[str]) -> Any:
+            ans = ctx.raw.request("GET", path, accept=table)
+            if ans.code != 200:
+                return ctx.error(ans)
+            columns = [
+                (c["name"], c["type"], c.get("format", ""), c.get("priority", 0))
+                for c in ans.body["columnDefinitions"]
+            ]
+            cells = [
+                ctx.scrub(
+                    [
+                        re.sub(r"^\d+[smhdy](\d+[smhd])?$", "<age>", c) if isinstance(c, str) else c
+                        for c in r["cells"]
+                    ]
+                )
+                for r in ans.body["rows"]
+                if r["object"]["metadata"]["name"] in names
+            ]
+            return {"columns": columns, "cells": sorted(cells, key=json.dumps)}
+
+        return {
+            "core": rows(CORE_EVENTS, {core, v1}),
+            "v1": rows(V1_EVENTS, {core, v1}),
+            "leases": rows(LEASES_PATH, {lease}),
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [c[0] for c in got["core"]["columns"]][:4] == ["Last Seen", "Type", "Reason", "Object"]
+    assert [c[0] for c in got["leases"]["columns"]] == ["Name", "Holder", "Age"]
+
+
+def test_missing_duplicate_and_deleted_events_and_leases(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        pod, uid = ctx.pod()
+        event, lease = _named(ctx, "ev"), _named(ctx, "lease")
+        out = [
+            ctx.error(ctx.raw.request("GET", f"{CORE_EVENTS}/no-such-event")),
+            ctx.error(ctx.raw.request("GET", f"{V1_EVENTS}/no-such-event")),
+        ]
+        ctx.raw.request("POST", CORE_EVENTS, _core_event(event, pod, uid))
+        ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {}})
+        node = _named(ctx, "node")
+        ctx.raw.request("POST", "/api/v1/nodes", {"metadata": {"name": node}})
+        out += [
+            ctx.error(ctx.raw.request("POST", V1_EVENTS, _v1_event(event, pod, uid))),
+            ctx.error(ctx.raw.request("POST", LEASES_PATH, {"metadata": {"name": lease}, "spec": {}})),
+        ]
+        for path in (f"{V1_EVENTS}/{event}", f"{LEASES_PATH}/{lease}", f"/api/v1/nodes/{node}"):
+            gone = ctx.raw.request("DELETE", path)
+            body = gone.body if isinstance(gone.body, dict) else {}
+            details = {k: v for k, v in (body.get("details") or {}).items() if k != "uid"}
+            out.append({"code": gone.code, "kind": body.get("kind"), "status": body.get("status"),
+                        "apiVersion": body.get("apiVersion"), "details": ctx.scrub(details)})  # fmt: skip
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[1]["body"]["message"] == 'events.events.k8s.io "no-such-event" not found'
+    assert got[2]["code"] == got[3]["code"] == 409
+
+
+# -- pods/eviction and protobuf request bodies ------------------------------------------------
+
+
+def _evict(ctx: Ctx, name: str, body_name: str | None = None, **options: Any) -> Answer:
+    eviction: dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": body_name or name, "namespace": NS},
+    }
+    if options:
+        eviction["deleteOptions"] = options
+    return ctx.raw.request("POST", ctx.raw.pods_path(name, "eviction"), eviction)
+
+
+def test_eviction(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """No PodDisruptionBudget: an eviction is a graceful delete with its DeleteOptions."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, uid = ctx.pod()
+        other, _ = ctx.pod()
+        missing = unique("missing")
+        ctx.secrets[missing] = "<missing>"
+        return [
+            ctx.error(_evict(ctx, name, preconditions={"uid": ZERO_UID})),
+            ctx.error(_evict(ctx, name, body_name=other)),
+            ctx.error(_evict(ctx, name, gracePeriodSeconds=20, preconditions={"uid": uid})),
+            ctx.pod_summary(ctx.raw.get_pod(name)),
+            ctx.error(_evict(ctx, missing)),
+        ]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0]["code"] == 409
+    assert got[1]["code"] == 400
+    assert got[2] == {"code": 201, "body": {"kind": "Status", "status": "Success", "code": 201}}
+    assert (got[3]["deletionTimestamp"], got[3]["deletionGracePeriodSeconds"]) == (True, 20)
+    assert got[4]["code"] == 404
+
+
+def _pb_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _pb(number: int, payload: bytes) -> bytes:
+    return _pb_varint(number << 3 | 2) + _pb_varint(len(payload)) + payload
+
+
+def test_protobuf_request_bodies(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """A protobuf Pod and protobuf DeleteOptions (what client-go sends) are read; garbage is a 400."""
+    pb = "application/vnd.kubernetes.protobuf"
+
+    def scenario(ctx: Ctx) -> Any:
+        name = unique("cmp")
+        ctx.secrets[name] = "<name0>"
+        container = _pb(1, b"app") + _pb(2, IMAGE.encode())
+        spec = _pb(2, container) + _pb(10, NODE.encode())
+        meta = _pb(1, name.encode()) + _pb(3, NS.encode()) + _pb(11, _pb(1, b"app") + _pb(2, b"pb"))
+        body = b"k8s\x00" + _pb(1, _pb(1, b"v1") + _pb(2, b"Pod")) + _pb(2, _pb(1, meta) + _pb(2, spec))
+        created = ctx.raw.request("POST", ctx.raw.pods_path(), body, content_type=pb)
+        labels = created.body.get("metadata", {}).get("labels") if isinstance(created.body, dict) else None
+        # DeleteOptions: gracePeriodSeconds = 0 (field 1, a varint).
+        opts = b"k8s\x00" + _pb(1, _pb(1, b"v1") + _pb(2, b"DeleteOptions")) + _pb(2, b"\x08\x00")
+        deleted = ctx.raw.request("DELETE", ctx.raw.pods_path(name), opts, content_type=pb)
+        garbage = ctx.raw.request("POST", ctx.raw.pods_path(), b"k8s\x00\xff\xff", content_type=pb)
+        return [created.code, labels, deleted.code, ctx.raw.get_pod(name).code, garbage.code]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got == [201, {"app": "pb"}, 200, 404, 400]
+
+
+def test_duplicate_fields(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    def scenario(ctx: Ctx) -> Any:
+        name = unique()
+        ctx.secrets[name] = "<name>"
+        text = json.dumps(pod_manifest(name))
+        # The same label twice, and the same container field twice, in raw JSON.
+        raw = text.replace('"metadata": {', '"metadata": {"labels": {"a": "1", "a": "2"}, ', 1).replace(
+            '"image":', '"imagePullPolicy": "Always", "imagePullPolicy": "Never", "image":', 1
+        )
+        strict = ctx.raw.request("POST", PODS_PATH, raw.encode(), query="fieldValidation=Strict")
+        warn = ctx.raw.request("POST", PODS_PATH, raw.encode(), query="fieldValidation=Warn")
+        patch = b'{"metadata": {"labels": {"b": "1"}, "labels": {"c": "2"}}}'
+        smp = ctx.raw.request(
+            "PATCH", ctx.raw.pods_path(name), patch, content_type="application/strategic-merge-patch+json",
+            query="fieldValidation=Strict",
+        )  # fmt: skip
+        return {
+            "strict": ctx.error(strict),
+            "warn": [warn.code, warn.warnings, warn.body["metadata"]["labels"] if warn.code == 201 else None],
+            "smp": ctx.error(smp),
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["strict"]["body"]["message"] == (
+        'Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+        'duplicate field "metadata.labels.a", duplicate field "spec.containers[0].imagePullPolicy"'
+    )
+    assert got["warn"][1] == [
+        '299 - "duplicate field \\"metadata.labels.a\\""',
+        '299 - "duplicate field \\"spec.containers[0].imagePullPolicy\\""',
+    ]
+    assert got["smp"]["code"] == 422 and got["smp"]["body"]["message"].endswith(
+        'strict decoding error: duplicate field "metadata.labels"'
+    )

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from podstatus.clients import FakeKubeClient, KubeClient, RequestCounter, VersionedKubeClient
+from podstatus.clients import (
+    FakeKubeClient,
+    FakeNodeClient,
+    KubeClient,
+    NodeClient,
+    RequestCounter,
+    VersionedKubeClient,
+)
 from podstatus.clients.base import VERBS
 from podstatus.errors import (
     BadRequestError,
@@ -494,3 +501,100 @@ def test_request_counter_threads() -> None:
     for t in threads:
         t.join()
     assert counter.get("get") == 8000
+
+
+# --- FakeNodeClient -------------------------------------------------------------------
+
+
+def node_fake() -> FakeNodeClient:
+    fake = FakeNodeClient()
+    fake.store.create("nodes", None, {"metadata": {"name": "n1"}})
+    return fake
+
+
+def test_node_fake_implements_the_node_protocol() -> None:
+    fake = node_fake()
+    assert isinstance(fake, NodeClient)
+    assert isinstance(fake, VersionedKubeClient)
+
+
+def test_node_fake_records_each_request_with_its_resource_and_body() -> None:
+    fake = node_fake()
+    lease = fake.create_lease(
+        "kube-node-lease", {"metadata": {"name": "n1"}, "spec": {"holderIdentity": "n1"}}
+    )
+    fake.update_lease("kube-node-lease", "n1", lease)
+    fake.patch_node_status("n1", b'{"status": {"conditions": [{"type": "Ready", "status": "True"}]}}')
+    fake.patch_node("n1", b'{"spec": {"unschedulable": true}}')
+    fake.create_event(
+        "default",
+        {
+            "metadata": {"name": "n1.1"},
+            "involvedObject": {"kind": "Node", "name": "n1"},
+            "reason": "Starting",
+        },
+    )
+    fake.patch_event("default", "n1.1", b'{"count": 2}')
+    fake.get_node("n1")
+    assert fake.calls() == [
+        ("create", "leases"),
+        ("update", "leases"),
+        ("patch", "nodes/status"),
+        ("patch", "nodes"),
+        ("create", "events"),
+        ("patch", "events"),
+        ("get", "nodes"),
+    ]
+    assert fake.bodies("patch", "events") == [{"count": 2}]
+    assert fake.requests[0][2:4] == ("kube-node-lease", "n1")
+    assert fake.counter.snapshot()["patch"] == 3
+    # Served for real: the store has what was written.
+    assert fake.store.get("nodes", None, "n1").obj["spec"]["unschedulable"] is True
+    assert fake.store.get("events", "default", "n1.1").obj["count"] == 2
+
+
+def test_node_fake_serves_with_the_servers_rules() -> None:
+    fake = node_fake()
+    lease = fake.create_lease("kube-node-lease", {"metadata": {"name": "n1"}, "spec": {}})
+    fake.update_lease("kube-node-lease", "n1", {**lease, "spec": {"holderIdentity": "n1"}})
+    with pytest.raises(ConflictError):
+        fake.update_lease("kube-node-lease", "n1", {**lease, "spec": {"holderIdentity": "other"}})
+    with pytest.raises(UnprocessableEntityError):
+        fake.patch_node("n1", b'{"spec": {"taints": [{"key": "k", "effect": "Never"}]}}')
+    with pytest.raises(NotFoundError):
+        fake.get_lease("kube-node-lease", "missing")
+    # Failed requests are recorded too.
+    assert fake.calls()[-2:] == [("patch", "nodes"), ("get", "leases")]
+
+
+def test_node_fake_pods_watch_and_lists() -> None:
+    fake = node_fake()
+    created = fake.create_pod(
+        {"metadata": {"name": "p"}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}}
+    )
+    pods, rv = fake.list_pods("default", field_selector="spec.nodeName=n1")
+    assert [p.name for p in pods] == ["p"] and rv
+    events = fake.watch_pods("default", resource_version="0", timeout_seconds=1)
+    kind, pod = next(iter(events))
+    assert (kind, pod.uid) == ("ADDED", created.uid)
+    patched = fake.patch_pod_status("default", "p", b'{"status": {"phase": "Running"}}', resource_version=rv)
+    assert patched.status.phase == "Running"
+    fake.delete_pod("default", "p", grace_period_seconds=0, uid=created.uid)
+    nodes, _ = fake.list_nodes()
+    assert [n["metadata"]["name"] for n in nodes] == ["n1"]
+    assert fake.verbs() == ["create", "list", "watch", "patch", "delete", "list"]
+    assert fake.bodies("delete", "pods") == [{"gracePeriodSeconds": 0, "uid": created.uid}]
+
+
+def test_node_fake_fault_injection_and_hooks() -> None:
+    fake = node_fake()
+    seen: list[tuple[str, str, str]] = []
+    fake.before_request(lambda verb, ns, name: seen.append((verb, ns, name)))
+    fake.fail_next("update", ServiceUnavailableError("down"))
+    lease = fake.create_lease("kube-node-lease", {"metadata": {"name": "n1"}, "spec": {}})
+    with pytest.raises(ServiceUnavailableError):
+        fake.update_lease("kube-node-lease", "n1", lease)
+    # The failure was injected before serving: the lease is unchanged and the next update works.
+    fake.update_lease("kube-node-lease", "n1", {**lease, "spec": {"holderIdentity": "n1"}})
+    update = ("update", "kube-node-lease", "n1")
+    assert seen == [("create", "kube-node-lease", "n1"), update, update]

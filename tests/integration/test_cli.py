@@ -135,7 +135,7 @@ def test_serve_writes_a_kubeconfig_kubectl_can_use(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
-        assert f"http://127.0.0.1:{port}" in first
+        assert f"https://127.0.0.1:{port}" in first  # token and TLS by default
         deadline = time.monotonic() + 20
         while not kubeconfig.exists() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -29,6 +29,14 @@ spec:
 """
 
 
+NAMESPACE_YAML = """\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: {name}
+"""
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmbeddedApiServer]:
     with EmbeddedApiServer() as srv:
@@ -154,3 +162,41 @@ def test_nodes_and_namespaces(server: EmbeddedApiServer, env: dict[str, str]) ->
             '{"status":{"conditions":[{"type":"Ready","status":"False"}]}}')  # fmt: skip
     assert "NotReady" in kubectl(env, "get", "node", "node-1").stdout
     assert "kube-system" in kubectl(env, "get", "namespaces").stdout
+
+
+def test_namespace_is_created_before_its_pods(server: EmbeddedApiServer, env: dict[str, str]) -> None:
+    manifest = POD_YAML.format(name="ns-pod", node="node-1")
+    missing = kubectl(env, "-n", "team", "create", "-f", "-", input=manifest, ok=False)
+    assert missing.returncode != 0 and 'namespaces "team" not found' in missing.stderr
+    # kubectl sends the Namespace as protobuf.
+    assert "namespace/team created" in kubectl(env, "create", "namespace", "team").stdout
+    assert "pod/ns-pod created" in kubectl(env, "-n", "team", "create", "-f", "-", input=manifest).stdout
+    assert "team" in kubectl(env, "get", "namespaces", "-o", "name").stdout
+
+
+def test_unknown_fields_and_server_dry_run(server: EmbeddedApiServer, env: dict[str, str]) -> None:
+    manifest = POD_YAML.format(name="typo", node="node-1").replace(
+        "  nodeName:", "  nodeNmae: x\n  nodeName:"
+    )
+    # kubectl asks for fieldValidation=Strict by default.
+    strict = kubectl(env, "create", "-f", "-", input=manifest, ok=False)
+    assert strict.returncode != 0
+    assert 'strict decoding error: unknown field "spec.nodeNmae"' in strict.stderr
+    warned = kubectl(env, "create", "--validate=warn", "--dry-run=server", "-f", "-", input=manifest)
+    assert 'unknown field "spec.nodeNmae"' in warned.stderr
+    assert kubectl(env, "get", "pod", "typo", ok=False).returncode != 0  # a dry run stores nothing
+    kubectl(env, "create", "--validate=false", "-f", "-", input=manifest)
+    pod = json.loads(kubectl(env, "get", "pod", "typo", "-o", "json").stdout)
+    assert "nodeNmae" not in pod["spec"]
+
+
+def test_listing_in_chunks(server: EmbeddedApiServer, env: dict[str, str]) -> None:
+    kubectl(env, "create", "-f", "-", input=NAMESPACE_YAML.format(name="chunks"))  # from a manifest too
+    for i in range(7):
+        kubectl(env, "-n", "chunks", "create", "-f", "-", input=POD_YAML.format(name=f"c{i}", node="node-1"))
+    lists = server.counter.get("list")
+    names = kubectl(env, "-n", "chunks", "get", "pods", "--chunk-size=2", "-o", "name").stdout.split()
+    assert names == [f"pod/c{i}" for i in range(7)]
+    table = kubectl(env, "-n", "chunks", "get", "pods", "--chunk-size=3").stdout.splitlines()
+    assert [row.split()[0] for row in table[1:]] == [f"c{i}" for i in range(7)]
+    assert server.counter.get("list") - lists >= 4 + 3  # ceil(7/2) + ceil(7/3) pages: really paged

@@ -15,6 +15,8 @@ from podstatus.server import EmbeddedApiServer
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmbeddedApiServer]:
     with EmbeddedApiServer() as srv:
+        for ns in ("official", "watched", "deleting"):
+            srv.store.ensure_namespace(ns)
         yield srv
 
 
@@ -91,3 +93,26 @@ def test_delete_with_preconditions(api: client.CoreV1Api) -> None:
     with pytest.raises(ApiException) as info:
         api.read_namespaced_pod("d", "deleting")
     assert info.value.status == 404
+
+
+def test_namespaces_paging_and_dry_run(api: client.CoreV1Api) -> None:
+    with pytest.raises(ApiException) as missing:
+        api.create_namespaced_pod("paged", make_pod("x"))
+    assert missing.value.status == 404
+    api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="paged")))
+    for i in range(5):
+        api.create_namespaced_pod("paged", make_pod(f"p{i}"))
+    seen: list[str] = []
+    token = None
+    while True:
+        page = api.list_namespaced_pod("paged", limit=2, _continue=token)
+        seen += [p.metadata.name for p in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+    assert seen == [f"p{i}" for i in range(5)]
+    assert api.list_namespaced_pod("paged", limit=2).metadata.remaining_item_count == 3
+    api.create_namespaced_pod("paged", make_pod("ghost"), dry_run="All")
+    with pytest.raises(ApiException) as gone:
+        api.read_namespaced_pod("ghost", "paged")
+    assert gone.value.status == 404

@@ -18,6 +18,8 @@ POD = {"metadata": {"name": "p"}, "spec": {"nodeName": "n1", "containers": [{"na
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmbeddedApiServer]:
     with EmbeddedApiServer() as srv:
+        for ns in ("http", "watch"):
+            srv.store.ensure_namespace(ns)
         yield srv
 
 

@@ -36,6 +36,7 @@ NS = "conc"
 @pytest.fixture
 def server() -> Iterator[EmbeddedApiServer]:
     with EmbeddedApiServer() as srv:
+        srv.store.ensure_namespace(NS)
         yield srv
 
 

@@ -71,6 +71,7 @@ KINDS = ["ready", "unready", "succeeded", "failed"]
 @pytest.fixture
 def server() -> Iterator[EmbeddedApiServer]:
     with EmbeddedApiServer() as srv:
+        srv.store.ensure_namespace(NS)
         yield srv
 
 

@@ -142,6 +142,7 @@ def set_gates(store: Any, agent: NodeAgent, done: set[str]) -> int:
 @pytest.fixture
 def server() -> Iterator[EmbeddedApiServer]:
     with EmbeddedApiServer(reap_interval=0.5) as srv:
+        srv.store.ensure_namespace(NS)
         yield srv
 
 

@@ -16,8 +16,14 @@ POD = {
 }
 
 
+def _store() -> Store:
+    store = Store()
+    store.ensure_namespace("ns")
+    return store
+
+
 def test_protocol_and_round_trip() -> None:
-    client = EmbeddedClient(Store())
+    client = EmbeddedClient(_store())
     assert isinstance(client, KubeClient)
     created = client.create_pod(Pod.from_dict(POD))
     assert created.namespace == "ns" and created.uid
@@ -43,7 +49,7 @@ def test_protocol_and_round_trip() -> None:
 
 
 def test_list_watch_and_nodes() -> None:
-    client = EmbeddedClient(Store())
+    client = EmbeddedClient(_store())
     client.create_pod(POD)
     client.create_pod({**POD, "metadata": {"name": "q", "namespace": "ns", "labels": {"a": "b"}}})
     assert [p.name for p in client.list_pods(label_selector="a=b")[0]] == ["q"]

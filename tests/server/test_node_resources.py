@@ -358,7 +358,12 @@ def test_node_spec_patch_keeps_status_and_status_patch_keeps_spec(store: Store) 
     store.patch("nodes", None, "n1", {"status": {"conditions": []}})  # ignored (not the status subresource)
     cordoned = store.patch("nodes", None, "n1", {"spec": {"unschedulable": True}})
     assert cordoned.obj["spec"]["unschedulable"] is True
-    assert cordoned.obj["status"] == {"conditions": [{"type": "Ready", "status": "True"}]}
+    assert cordoned.obj["status"]["conditions"] == [
+        {"lastHeartbeatTime": None, "lastTransitionTime": None, "type": "Ready", "status": "True"}
+    ]
+    # Printed as kube-apiserver prints a Node: every nodeInfo field, the kubelet endpoint.
+    assert cordoned.obj["status"]["nodeInfo"]["kubeletVersion"] == ""
+    assert cordoned.obj["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
     tainted = store.patch("nodes", None, "n1", {"spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}})
     assert tainted.obj["spec"]["taints"] == [{"key": "k", "effect": "NoSchedule"}]
     with pytest.raises(UnprocessableEntityError):
@@ -389,3 +394,52 @@ def test_node_provider_id_is_set_once(store: Store) -> None:
     store.patch("nodes", None, "n1", {"spec": {"providerID": "sim://n1"}})
     with pytest.raises(UnprocessableEntityError, match="may not change providerID"):
         store.patch("nodes", None, "n1", {"spec": {"providerID": "sim://other"}})
+
+
+def test_lease_fields_of_a_disabled_feature_are_dropped(store: Store) -> None:
+    # CoordinatedLeaderElection is off by default in kube-apiserver v1.37.
+    created = store.create(
+        LEASES, "kube-node-lease", lease(strategy="OldestEmulationVersion", preferredHolder="m")
+    )
+    assert "strategy" not in created.obj["spec"] and "preferredHolder" not in created.obj["spec"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"spec": 1}, "json: cannot unmarshal number into Go struct field Node.spec of type v1.NodeSpec"),
+        ({"spec": {"unschedulable": "yes"}}, "Go struct field NodeSpec.spec.unschedulable of type bool"),
+        ({"spec": {"taints": {}}}, "Go struct field NodeSpec.spec.taints of type []v1.Taint"),
+        (
+            {"status": {"conditions": [1]}},
+            "Go struct field NodeStatus.status.conditions of type v1.NodeCondition",
+        ),
+        ({"status": {"nodeInfo": {"kubeletVersion": 1}}}, "NodeSystemInfo.status.nodeInfo.kubeletVersion"),
+    ],
+)
+def test_node_wrong_types_are_bad_requests(store: Store, body: dict[str, Any], message: str) -> None:
+    # Stored, they would break every later read of the node list (printing, clients).
+    with pytest.raises(BadRequestError, match=re.escape(message)):
+        store.create("nodes", None, {"metadata": {"name": "n1"}, **body})
+    store.create("nodes", None, node())
+    with pytest.raises(BadRequestError):
+        store.patch("nodes", None, "n1", body, subresource="status" if "status" in body else None)
+
+
+def test_events_expire_an_hour_after_their_last_write() -> None:
+    now = [1_700_000_000.0]
+    store = Store(clock=lambda: now[0])
+    store.create("events", "default", core_event())
+    store.create(LEASES, "kube-node-lease", lease())
+    watch = store.watch("events", "default", resource_version=str(store.resource_version))
+    now[0] += 3599
+    store.patch("events", "default", "p.1", {"count": 2})  # a repeat: the hour starts again
+    now[0] += 3599
+    assert store.get("events", "default", "p.1").obj["count"] == 2
+    now[0] += 2
+    with pytest.raises(NotFoundError):
+        store.get(EVENTS_V1, "default", "p.1")
+    # Watchers see it go, as when etcd drops the key; Leases have no TTL.
+    seen = [watch.next(timeout=1), watch.next(timeout=1)]
+    assert [e.type for e in seen if e is not None] == ["MODIFIED", "DELETED"]
+    assert store.get(LEASES, "kube-node-lease", "n1")

@@ -45,7 +45,10 @@ def clock() -> Clock:
 
 @pytest.fixture
 def store(clock: Clock) -> Store:
-    return Store(clock=clock, history_size=50)
+    store = Store(clock=clock, history_size=50)
+    for ns in ("a", "b", "other", "ns"):
+        store.ensure_namespace(ns)
+    return store
 
 
 def test_create_sets_metadata_defaults_and_pending_status(store: Store) -> None:
@@ -409,6 +412,9 @@ def test_nodes(store: Store) -> None:
     assert "namespace" not in s.obj["metadata"] and s.obj["status"]["conditions"][0]["status"] == "True"
     s2 = store.patch("nodes", None, "n1", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
                      subresource="status")  # fmt: skip
-    assert s2.obj["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
+    # Unset condition times are printed null, as kube-apiserver prints them.
+    assert s2.obj["status"]["conditions"] == [
+        {"lastHeartbeatTime": None, "lastTransitionTime": None, "type": "Ready", "status": "False"}
+    ]
     assert [x.name for x in store.list("nodes", label_selector="node-role.kubernetes.io/worker")[0]] == ["n1"]
     assert store.delete("nodes", None, "n1")[1]

@@ -1,4 +1,4 @@
-"""An embedded Kubernetes API server for pods and nodes: in memory, on loopback HTTP.
+"""An embedded Kubernetes API server (pods, nodes, Leases, Events): in memory, on loopback HTTP.
 
 :class:`Store` holds the objects and their history; :class:`EmbeddedApiServer`
 serves it over HTTP to real clients (``kubectl``, the ``kubernetes`` package);

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from . import schema
 from .store import RESOURCES, Stored
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "api_resource_list",
     "api_versions",
     "human_duration",
+    "openapi_v2_document",
     "openapi_v3_document",
     "openapi_v3_root",
     "table",
@@ -83,7 +86,7 @@ def api_resource_list() -> dict[str, Any]:
                 "singularName": "namespace",
                 "namespaced": False,
                 "kind": "Namespace",
-                "verbs": ["get", "list", "watch"],
+                "verbs": ["create", "get", "list", "patch", "update", "watch"],
                 "shortNames": ["ns"],
             },
             {
@@ -105,6 +108,8 @@ def api_resource_list() -> dict[str, Any]:
                 "categories": ["all"],
             },
             sub("pods/binding", "Binding", True, ["create"]),
+            # kubectl drain evicts only when this names its group and version (policy/v1).
+            {**sub("pods/eviction", "Eviction", True, ["create"]), "group": "policy", "version": "v1"},
             sub("pods/status", "Pod", True, ["get", "patch", "update"]),
             {
                 "name": "events",
@@ -441,8 +446,8 @@ def _ns_param(path: dict[str, Any]) -> dict[str, Any]:
 def openapi_v3_document() -> dict[str, Any]:
     """The OpenAPI v3 document of core/v1 (``/openapi/v3/api/v1``)."""
     paths = {
-        "/api/v1/namespaces": _collection_path("Namespace", creatable=False),
-        "/api/v1/namespaces/{name}": _item_path("Namespace", writable=False, deletable=False),
+        "/api/v1/namespaces": _collection_path("Namespace"),
+        "/api/v1/namespaces/{name}": _item_path("Namespace", deletable=False),
         "/api/v1/namespaces/{namespace}/pods": _ns_param(_collection_path("Pod")),
         "/api/v1/namespaces/{namespace}/pods/{name}": _ns_param(_item_path("Pod")),
         "/api/v1/namespaces/{namespace}/pods/{name}/status": _ns_param(_item_path("Pod", deletable=False)),
@@ -471,6 +476,70 @@ def openapi_v3_document_bytes() -> bytes:
     if _DOC is None:
         _DOC = msgspec.json.encode(openapi_v3_document())
     return _DOC
+
+
+@functools.cache
+def openapi_v2_document() -> dict[str, Any]:
+    """``/openapi/v2`` (Swagger 2.0, JSON only): the full definitions of the served kinds from
+    the schema the server validates with (see :mod:`.schema`), and their paths."""
+    paths: dict[str, Any] = {}
+    for path, item in openapi_v3_document()["paths"].items():
+        ops: dict[str, Any] = {}
+        for method, op in item.items():
+            if method == "parameters":
+                ops[method] = [_v2_param(p) for p in op]
+                continue
+            v2 = {k: v for k, v in op.items() if k not in ("requestBody", "responses", "parameters")}
+            v2["consumes"] = sorted((op.get("requestBody") or {}).get("content") or {}) or ["*/*"]
+            v2["produces"] = ["application/json"]
+            v2["schemes"] = ["https"]
+            params = [_v2_param(p) for p in op.get("parameters", [])]
+            body = op.get("requestBody")
+            if body:
+                ref = next(iter(body["content"].values()))["schema"]["$ref"].rsplit("/", 1)[-1]
+                params.append(
+                    {"name": "body", "in": "body", "required": bool(body.get("required")),
+                     "schema": {"$ref": f"#/definitions/{ref}"}}
+                )  # fmt: skip
+            if params:
+                v2["parameters"] = params
+            v2["responses"] = {code: _v2_response(resp) for code, resp in op["responses"].items()}
+            ops[method] = v2
+        paths[path] = ops
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": SERVER_VERSION},
+        "paths": paths,
+        "definitions": _v2_definitions(),
+        "securityDefinitions": {"BearerToken": {"type": "apiKey", "name": "authorization", "in": "header"}},
+        "security": [{"BearerToken": []}],
+    }
+
+
+def _v2_definitions() -> dict[str, Any]:
+    # The full types from the schema; lists, Status, Patch... from the v3 components.
+    defs = schema.swagger_definitions()
+    v3 = msgspec.json.encode(_schemas()).replace(b"#/components/schemas/", b"#/definitions/")
+    for name, definition in msgspec.json.decode(v3).items():
+        defs.setdefault(name, definition)
+    return defs
+
+
+def _v2_param(param: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in param.items() if k != "schema"}
+    out.update(param.get("schema") or {"type": "string"})
+    out.pop("uniqueItems", None)
+    out["uniqueItems"] = True
+    return out
+
+
+def _v2_response(resp: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"description": resp.get("description", "")}
+    content = resp.get("content")
+    if content:
+        ref = next(iter(content.values()))["schema"]["$ref"].rsplit("/", 1)[-1]
+        out["schema"] = {"$ref": f"#/definitions/{ref}"}
+    return out
 
 
 def openapi_v3_hash() -> str:

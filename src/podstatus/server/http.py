@@ -9,10 +9,13 @@ reset (``Response(abort=True)``), without touching the API logic.
 
 from __future__ import annotations
 
+import base64
 import logging
+import re
 import select
 import signal
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -27,8 +30,8 @@ import msgspec
 
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
-from . import discovery
-from .store import RESOURCES, Event, Store, Stored, Watch, bad_request
+from . import bodies, discovery, negotiation, schema, security
+from .store import RESOURCES, Event, FieldError, Store, Stored, Watch, bad_request, conflict
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -42,7 +45,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _encode = msgspec.json.encode
-_decode = msgspec.json.decode
 
 # The real API server's limit on request bodies.
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -76,6 +78,8 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     stream: Iterator[bytes] | None = None
     abort: bool = False
+    # One ``Warning: 299 - "..."`` header each (unknown fields under fieldValidation=Warn).
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def json(cls, status: int, data: Any) -> Response:
@@ -102,13 +106,11 @@ def _flag(value: str | None) -> bool | None:
 
 
 def _int_param(query: Mapping[str, str], name: str) -> int | None:
+    """An int64 query parameter, parsed as the real server parses it (Go's strconv.ParseInt)."""
     value = query.get(name)
-    if value in (None, ""):
+    if value is None or value == "":
         return None
-    try:
-        return int(str(value))
-    except ValueError:
-        raise bad_request(f"invalid value for {name}: {value!r}") from None
+    return negotiation.parse_int64(value)
 
 
 class ApiHandler:
@@ -136,6 +138,9 @@ class ApiHandler:
 
     def handle(self, request: Request) -> Response:
         try:
+            refused = negotiation.check_accept(request.path, request.header("accept"))
+            if refused is not None:
+                return Response(406, _encode(refused))
             return self._route(request)
         except ApiError as err:
             return Response.error(err)
@@ -148,7 +153,9 @@ class ApiHandler:
     def _route(self, req: Request) -> Response:
         parts = [p for p in req.path.split("/") if p]
         if not parts:
-            return Response.json(200, {"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]})
+            return Response.json(
+                200, {"paths": ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]}
+            )
         head = parts[0]
         if head == "api":
             if len(parts) == 1:
@@ -166,6 +173,8 @@ class ApiHandler:
             return self._read_only(req, discovery.version_info())
         if head in ("healthz", "livez", "readyz"):
             return Response(200, b"ok", content_type="text/plain; charset=utf-8")
+        if head == "openapi" and parts[1:] == ["v2"]:
+            return self._read_only(req, discovery.openapi_v2_document())
         if head == "openapi" and len(parts) >= 2 and parts[1] == "v3":
             if req.method != "GET":
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
@@ -218,9 +227,6 @@ class ApiHandler:
         name = parts[1] if len(parts) > 1 else None
         sub = parts[2] if len(parts) > 2 else None
         method = req.method
-        if req.query.get("dryRun") and method != "GET":
-            # Refuse rather than write for real what the client meant as a rehearsal.
-            raise bad_request("dryRun is not supported by this server")
         if watch_path or (name is None and method == "GET" and _flag(req.query.get("watch"))):
             if method != "GET":
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
@@ -233,16 +239,19 @@ class ApiHandler:
         if name is None:
             if method == "GET":
                 return self._list(req, resource, namespace)
-            if method == "POST" and info.namespaced == (namespace is not None) and resource != "namespaces":
+            if method == "POST" and info.namespaced == (namespace is not None):
                 self.counter.inc("create")
-                stored = self.store.create(resource, namespace, self._json_body(req))
-                return Response(201, stored.raw)
+                options = negotiation.write_options(req.query, "CreateOptions")
+                stored = self.store.create(resource, namespace, self._json_body(req), options=options)
+                return Response(201, stored.raw, warnings=options.warnings)
             if method == "DELETE" and resource != "namespaces":
                 return self._delete_collection(req, resource, namespace)
             return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
         if sub is not None:
             if sub == "binding" and resource == "pods" and method == "POST":
                 return self._bind(req, namespace or "", name)
+            if sub == "eviction" and resource == "pods" and method == "POST":
+                return self._evict(req, namespace or "", name)
             if sub != "status" or not info.has_status:
                 # As kube-apiserver answers for a subresource it does not serve (empty details).
                 body = status_body(404, "NotFound", _NOT_FOUND)
@@ -256,30 +265,28 @@ class ApiHandler:
             return self._object(req, resource, stored)
         if method == "PUT":
             self.counter.inc("update")
-            stored = self.store.update(resource, namespace, name, self._json_body(req), subresource=sub)
-            return Response(200, stored.raw)
+            options = negotiation.write_options(req.query, "UpdateOptions")
+            stored = self.store.update(
+                resource, namespace, name, self._json_body(req), subresource=sub, options=options
+            )
+            return Response(200, stored.raw, warnings=options.warnings)
         if method == "PATCH":
             self.counter.inc("patch")
             ctype = req.header("content-type") or "application/strategic-merge-patch+json"
-            stored = self.store.patch(resource, namespace, name, req.body, ctype, subresource=sub)
-            return Response(200, stored.raw)
+            options = negotiation.write_options(req.query, "PatchOptions")
+            stored = self.store.patch(
+                resource, namespace, name, req.body, ctype, subresource=sub, options=options
+            )
+            return Response(200, stored.raw, warnings=options.warnings)
         if method == "DELETE":
             self.counter.inc("delete")
             return self._delete(req, resource, namespace, name)
         return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
 
     @staticmethod
-    def _json_body(req: Request) -> bytes:
-        ctype = req.header("content-type").split(";")[0].strip().lower()
-        if ctype not in ("", _JSON, "*/*"):
-            # kube-apiserver's words (it also reads YAML and protobuf; this server reads JSON only).
-            message = (
-                "the body of the request was in an unknown format - accepted media types include: "
-                "application/json, application/yaml, application/vnd.kubernetes.protobuf"
-            )
-            raise ApiError(message, code=415, reason="UnsupportedMediaType",
-                           status=status_body(415, "UnsupportedMediaType", message))  # fmt: skip
-        return req.body
+    def _json_body(req: Request) -> Any:
+        """The request's object: JSON bytes as sent, or a protobuf body decoded to its JSON form."""
+        return bodies.decode_object(req.header("content-type"), req.body)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -299,16 +306,36 @@ class ApiHandler:
 
     def _list(self, req: Request, resource: str, namespace: str | None) -> Response:
         self.counter.inc("list")
-        items, rv = self.store.list(
+        q = req.query
+        limit = _int_param(q, "limit")
+        token = q.get("continue") or None
+        if token and q.get("resourceVersion") not in (None, "", "0"):
+            raise bad_request("specifying resource version is not allowed when using continue")
+        exact: int | None = None
+        if not token:
+            self._wait_for_resource_version(q.get("resourceVersion"))
+            # An exact read: asked for, or (the legacy form) a limit with a resourceVersion.
+            wanted, match = q.get("resourceVersion"), q.get("resourceVersionMatch")
+            if wanted not in (None, "", "0") and (match == "Exact" or (not match and limit and limit > 0)):
+                exact = int(str(wanted))
+        page = self.store.list_page(
             resource,
             namespace,
-            label_selector=req.query.get("labelSelector"),
-            field_selector=req.query.get("fieldSelector"),
+            label_selector=q.get("labelSelector"),
+            field_selector=q.get("fieldSelector"),
+            limit=limit,
+            continue_token=token,
+            exact_resource_version=exact,
         )
+        items, rv = page.items, page.rv
         if self._wants_table(req, resource):
             data = discovery.table(
                 resource, items, rv, include_object=req.query.get("includeObject", ""), now=self.store.now()
             )
+            if page.continue_token:
+                data["metadata"]["continue"] = page.continue_token
+                if page.remaining is not None:
+                    data["metadata"]["remainingItemCount"] = page.remaining
             return Response(200, _encode(data), content_type=_TABLE_TYPE)
         info = RESOURCES[resource]
         # Items are stored encoded: the list is a join, not a re-encode.
@@ -320,16 +347,41 @@ class ApiHandler:
                 info.api_version.encode(),
                 b'","metadata":{"resourceVersion":"',
                 str(rv).encode(),
-                b'"},"items":[',
+                b'"',
+                _list_meta_extra(page.continue_token, page.remaining),
+                b'},"items":[',
                 b",".join(s.raw for s in items),
                 b"]}",
             )
         )
         return Response(200, body)
 
+    def _wait_for_resource_version(self, value: str | None) -> None:
+        """A read at a resourceVersion newer than the store's waits for it up to 3 s (the watch
+        cache's blockTimeout), then answers 504 "Too large resource version"."""
+        if value in (None, "", "0"):
+            return
+        try:
+            wanted = int(str(value))
+        except ValueError:
+            raise bad_request(f'invalid resource version "{value}"') from None
+        if not self.store.wait_for_resource_version(wanted, _TOO_NEW_WAIT_SECONDS):
+            raise _too_large_resource_version(wanted, self.store.resource_version)
+
     def _watch(self, req: Request, resource: str, namespace: str | None) -> Response:
         self.counter.inc("watch")
         q = req.query
+        if _flag(q.get("sendInitialEvents")):
+            # A watch-list waits for the store to reach its resourceVersion; past the wait the
+            # stream carries one ERROR event. A plain watch from a future resourceVersion just
+            # waits for the events after it, as on the real server.
+            try:
+                self._wait_for_resource_version(q.get("resourceVersion"))
+            except ApiError as err:
+                if err.code != 504:
+                    raise
+                line = b'{"type":"ERROR","object":' + _encode(err.status) + b"}\n"
+                return Response(200, stream=iter([line]))
         watch = self.store.watch(
             resource,
             namespace,
@@ -422,36 +474,53 @@ class ApiHandler:
     # -- deletes -----------------------------------------------------------------------
 
     @staticmethod
-    def _delete_options(req: Request) -> tuple[int | None, str | None, str | None]:
-        grace = _int_param(req.query, "gracePeriodSeconds")
-        uid = rv = None
-        if req.body.strip():
-            try:
-                opts = _decode(req.body)
-            except msgspec.DecodeError as err:
-                raise bad_request(f"invalid DeleteOptions: {err}") from None
-            if not isinstance(opts, dict):
-                raise bad_request("invalid DeleteOptions: not a JSON object")
-            if opts.get("gracePeriodSeconds") is not None:
-                if not isinstance(opts["gracePeriodSeconds"], int):
-                    raise bad_request("invalid DeleteOptions: gracePeriodSeconds must be an integer")
-                grace = opts["gracePeriodSeconds"]
-            pre = opts.get("preconditions") or {}
-            if isinstance(pre, dict):
-                uid = pre.get("uid")
-                rv = pre.get("resourceVersion")
-        return grace, uid, rv
+    def _delete_options(req: Request) -> tuple[int | None, str | None, str | None, bool]:
+        """Grace period, preconditions and dry run: from the body (JSON, YAML or protobuf) when
+        there is one, else from the query (the real server reads one or the other, never both)."""
+        opts = bodies.decode_options(req.header("content-type"), req.body, "DeleteOptions")
+        if opts is None:
+            dry = req.query.get("dryRun")
+            if dry is not None and dry != "All":
+                raise _bad_dry_run([dry])
+            return _int_param(req.query, "gracePeriodSeconds"), None, None, dry == "All"
+        found = schema.prune("v1/DeleteOptions", dict(opts))
+        if found.range_error:
+            raise bad_request(found.range_error)
+        dry_run = opts.get("dryRun") or []
+        if not isinstance(dry_run, list) or any(v != "All" for v in dry_run):
+            raise _bad_dry_run(dry_run)
+        return (*_parse_delete_options(opts, None), bool(dry_run))
 
     def _delete(self, req: Request, resource: str, namespace: str | None, name: str) -> Response:
-        grace, uid, rv = self._delete_options(req)
-        stored, _gone = self.store.delete(
-            resource, namespace, name, grace_period_seconds=grace, uid=uid, resource_version=rv
+        grace, uid, rv, dry_run = self._delete_options(req)
+        stored, gone = self.store.delete(
+            resource,
+            namespace,
+            name,
+            grace_period_seconds=grace,
+            uid=uid,
+            resource_version=rv,
+            dry_run=dry_run,
         )
+        info = RESOURCES[resource]
+        if gone and info.name != "pods":
+            # kube-apiserver answers the removal of anything but a pod with a Status, not the object.
+            details = {"name": name, "group": info.group, "kind": info.name, "uid": stored.uid}
+            if not info.group:
+                del details["group"]
+            ok = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            }
+            return Response.json(200, ok)
         return Response(200, stored.raw)
 
     def _delete_collection(self, req: Request, resource: str, namespace: str | None) -> Response:
         self.counter.inc("deletecollection")
-        grace, _, _ = self._delete_options(req)
+        grace, _, _, dry_run = self._delete_options(req)
         items, rv = self.store.list(
             resource,
             namespace,
@@ -462,7 +531,9 @@ class ApiHandler:
         for item in items:
             ns = item.metadata.get("namespace")
             try:
-                stored, _ = self.store.delete(resource, ns, item.name, grace_period_seconds=grace)
+                stored, _ = self.store.delete(
+                    resource, ns, item.name, grace_period_seconds=grace, dry_run=dry_run
+                )
             except ApiError as err:
                 if err.code == 404:
                     continue
@@ -477,23 +548,184 @@ class ApiHandler:
 
     def _bind(self, req: Request, namespace: str, name: str) -> Response:
         self.counter.inc("create")
-        try:
-            body = _decode(self._json_body(req))
-        except msgspec.DecodeError as err:
-            raise bad_request(f"invalid Binding: {err}") from None
-        target = body.get("target") if isinstance(body, dict) else None
+        body = bodies.decode_options(req.header("content-type"), req.body, "Binding") or {}
+        target = body.get("target")
         node = target.get("name") if isinstance(target, dict) else None
         if not isinstance(node, str) or not node:
             raise bad_request("invalid Binding: target.name is required")
         self.store.bind(namespace, name, node)
-        ok = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-        return Response.json(201, ok)
+        return Response.json(201, _SUCCESS_201)
+
+    def _evict(self, req: Request, namespace: str, name: str) -> Response:
+        """policy/v1 Eviction: DisruptionTarget=True, then a delete with the eviction's DeleteOptions.
+
+        This server has no PodDisruptionBudgets, so every eviction is allowed, as in a
+        cluster with none.
+        """
+        self.counter.inc("create")
+        body = bodies.decode_options(req.header("content-type"), req.body, "Eviction") or {}
+        if body.get("kind", "Eviction") != "Eviction" or body.get("apiVersion", "policy/v1") not in (
+            "policy/v1",
+            "policy/v1beta1",
+        ):
+            raise bad_request(
+                f"invalid Eviction: kind {body.get('kind')!r} apiVersion {body.get('apiVersion')!r}"
+            )
+        meta = body.get("metadata") or {}
+        if not isinstance(meta, dict):
+            raise bad_request("invalid Eviction: metadata must be an object")
+        if meta.get("name") not in (None, "", name):
+            raise bad_request("name in URL does not match name in Eviction object")
+        if meta.get("namespace") not in (None, "", namespace):
+            raise bad_request("namespace in URL does not match namespace in Eviction object")
+        opts = body.get("deleteOptions")
+        if opts is not None and not isinstance(opts, dict):
+            raise bad_request("invalid Eviction: deleteOptions must be an object")
+        if opts and opts.get("dryRun"):
+            # Refuse rather than evict for real what the client meant as a rehearsal.
+            raise bad_request("dryRun is not supported by this server")
+        grace, uid, rv = _parse_delete_options(opts, None)
+        new_rv = self._mark_disruption_target(namespace, name, uid, rv)
+        self.store.delete(
+            "pods",
+            namespace,
+            name,
+            grace_period_seconds=grace,
+            uid=uid,
+            resource_version=new_rv if rv else None,
+        )
+        return Response.json(201, _SUCCESS_201)
+
+    def _mark_disruption_target(self, namespace: str, name: str, uid: str | None, rv: str | None) -> str:
+        """kube-apiserver's first step of an eviction: the pod gets ``DisruptionTarget=True``.
+
+        The eviction's preconditions are checked against the pod first (the same 409s as a
+        delete's); the status write is pinned to the version read. Returns the new version.
+        """
+        current = self.store.get("pods", namespace, name)
+        meta = current.metadata
+        if uid and uid != meta.get("uid"):
+            raise conflict(
+                "Pod", name, f"the UID in the precondition ({uid}) does not match the UID in record "
+                f"({meta.get('uid')}). The object might have been deleted and then recreated",
+            )  # fmt: skip
+        if rv and rv != meta.get("resourceVersion"):
+            raise conflict(
+                "Pod", name, f"the ResourceVersion in the precondition ({rv}) does not match the "
+                f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
+            )  # fmt: skip
+        conditions = (current.obj.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
+        # As UpdatePodCondition: the transition time moves only when the status does.
+        since = old.get("lastTransitionTime") if old is not None and old.get("status") == "True" else None
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting",
+            "lastTransitionTime": since or _rfc3339(self.store.now()),
+        }
+        patch = {
+            "metadata": {"resourceVersion": meta.get("resourceVersion")},
+            "status": {"conditions": [condition]},
+        }
+        updated = self.store.patch(
+            "pods",
+            namespace,
+            name,
+            _encode(patch),
+            "application/strategic-merge-patch+json",
+            subresource="status",
+        )
+        return str(updated.metadata.get("resourceVersion"))
+
+
+def _rfc3339(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+_SUCCESS_201 = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _bad_dry_run(value: Any) -> ApiError:
+    return negotiation.invalid_options(
+        "DeleteOptions", [FieldError("dryRun", "Unsupported value", value, 'supported values: "All"')]
+    )
+
+
+def _parse_delete_options(
+    opts: Mapping[str, Any] | None, grace: int | None
+) -> tuple[int | None, str | None, str | None]:
+    """(gracePeriodSeconds, preconditions.uid, preconditions.resourceVersion) from DeleteOptions.
+
+    The body's grace period wins over the query's, as in kube-apiserver.
+    """
+    uid = rv = None
+    if opts is None:
+        return grace, uid, rv
+    if opts.get("gracePeriodSeconds") is not None:
+        if not isinstance(opts["gracePeriodSeconds"], int) or isinstance(opts["gracePeriodSeconds"], bool):
+            raise bad_request("invalid DeleteOptions: gracePeriodSeconds must be an integer")
+        grace = opts["gracePeriodSeconds"]
+    pre = opts.get("preconditions") or {}
+    if isinstance(pre, dict):
+        uid = pre.get("uid")
+        rv = pre.get("resourceVersion")
+    return grace, uid, rv
 
 
 _TABLE_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+# How long a read waits for a resourceVersion the store has not reached (the real watch cache's 3 s).
+_TOO_NEW_WAIT_SECONDS = 3.0
+
+
+def _too_large_resource_version(wanted: int, current: int) -> ApiError:
+    message = f"Timeout: Too large resource version: {wanted}, current: {current}"
+    status = status_body(
+        504, "Timeout", message,
+        causes=[{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        retryAfterSeconds=1,
+    )  # fmt: skip
+    return ApiError(message, code=504, reason="Timeout", status=status)
+
+
+def _list_meta_extra(continue_token: str, remaining: int | None) -> bytes:
+    """``,"continue":...,"remainingItemCount":N`` of a list's metadata (empty on the last page)."""
+    if not continue_token:
+        return b""
+    out = b',"continue":' + _encode(continue_token)
+    if remaining is not None:
+        out += b',"remainingItemCount":' + str(remaining).encode()
+    return out
+
+
+def _warning_value(text: str) -> str:
+    """A ``Warning`` header value as the real server writes it (code 299, agent ``-``)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    # Header values are latin-1 and single-line; anything else is escaped away.
+    safe = (
+        escaped.encode("latin-1", "backslashreplace").decode("latin-1").replace("\r", " ").replace("\n", " ")
+    )
+    return f'299 - "{safe}"'
 
 
 # --- the HTTP server -----------------------------------------------------------------
+
+
+_DIGITS = re.compile(r"[0-9]{1,19}")
+_CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
+_MAX_CHUNK_LINE = 4096
+_MAX_TRAILERS = 64
+# A body over the limit is read and dropped up to this many times the limit, then the connection closes.
+_DRAIN_FACTOR = 16
+
+
+class _FramingError(ValueError):
+    """A request whose body framing is broken: answered with ``code`` and the connection closed."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -524,42 +756,83 @@ class _Handler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
 
     def _read_body(self, limit: int) -> bytes | None:
-        """The request body, or None when it is larger than ``limit``."""
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                line = self.rfile.readline(65537)
-                n = int(line.split(b";")[0].strip() or b"0", 16)
-                if n == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(chunks)
-                size += n
-                if size > limit:
-                    return None
-                chunks.append(self.rfile.read(n))
-                self.rfile.readline(65537)
-        length = int(self.headers.get("Content-Length") or 0)
+        """The request body, or None when it is larger than ``limit``; ValueError for bad framing.
+
+        Framing is parsed strictly, as Go's net/http does: a chunk size is 1 to 16 hex digits
+        (no sign, no spaces), each chunk ends in CRLF, a Content-Length is digits only, and
+        both together are refused. The size is checked before anything is read, so no
+        framing trick reads more than ``limit`` bytes of body.
+        """
+        te = self.headers.get("Transfer-Encoding")
+        cl = self.headers.get("Content-Length")
+        if te is not None:
+            if te.strip().lower() != "chunked":
+                raise _FramingError(501, f"unsupported transfer encoding: {te!r}")
+            if cl is not None:
+                raise _FramingError(400, "Transfer-Encoding and Content-Length cannot be sent together")
+            return self._read_chunked(limit)
+        if cl is None or cl.strip() == "":
+            return b""
+        if not _DIGITS.fullmatch(cl.strip()):
+            raise _FramingError(400, f"bad Content-Length {cl!r}")
+        length = int(cl.strip())
         if length > limit:
             # Drain a moderately large body so the client reads our 413 instead of a reset.
-            left = length if length <= 16 * limit else 0
+            left = length if length <= _DRAIN_FACTOR * limit else 0
             while left > 0:
                 got = self.rfile.read(min(left, 1 << 20))
                 if not got:
                     break
                 left -= len(got)
             return None
-        return self.rfile.read(length) if length > 0 else b""
+        body = self.rfile.read(length) if length > 0 else b""
+        if len(body) != length:
+            raise _FramingError(400, "unexpected EOF reading the body")
+        return body
+
+    def _read_chunked(self, limit: int) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            line = self.rfile.readline(_MAX_CHUNK_LINE + 1)
+            if not line.endswith(b"\n") or len(line) > _MAX_CHUNK_LINE:
+                raise _FramingError(400, "malformed chunked encoding")
+            token = line.rstrip(b"\r\n").split(b";", 1)[0]
+            if not _CHUNK_SIZE.fullmatch(token):
+                raise _FramingError(400, "malformed chunked encoding: invalid chunk size")
+            n = int(token, 16)
+            if n == 0:
+                # Trailers, bounded, up to the empty line.
+                for _ in range(_MAX_TRAILERS + 1):
+                    trailer = self.rfile.readline(_MAX_CHUNK_LINE + 1)
+                    if trailer in (b"\r\n", b"\n"):
+                        return b"".join(chunks) if size <= limit else None
+                    if not trailer.endswith(b"\n"):
+                        break
+                raise _FramingError(400, "malformed chunked encoding: bad trailer")
+            size += n
+            if size > limit:
+                # Too large: the rest is read and dropped (up to a bound, chunk by chunk, never held)
+                # so the client reads the 413 instead of a reset; past the bound the connection goes.
+                if size > _DRAIN_FACTOR * limit:
+                    return None
+                chunks = []
+            data = self.rfile.read(n)
+            if len(data) != n or self.rfile.read(2) != b"\r\n":
+                raise _FramingError(400, "malformed chunked encoding: bad chunk data")
+            if size <= limit:
+                chunks.append(data)
 
     def _serve(self) -> None:
         owner = self.server.owner
         started = time.perf_counter()
         try:
             body = self._read_body(owner.max_body_bytes)
-        except ValueError:
+        except _FramingError as err:
+            # The rest of the stream cannot be trusted: answer and close.
             self.close_connection = True
-            self._write(_status_error(400, "BadRequest", "malformed request body framing"))
+            reason = "BadRequest" if err.code == 400 else "NotImplemented"
+            self._write(_status_error(err.code, reason, str(err)))
             return
         if body is None:
             # The rest of the body is never read: the connection cannot be reused.
@@ -576,7 +849,7 @@ class _Handler(BaseHTTPRequestHandler):
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
             )
-            response = owner.dispatch(request)
+            response = owner.authenticate(request) or owner.dispatch(request)
         if response.abort:
             self._reset()
             return
@@ -606,6 +879,7 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         lines += [f"{k}: {v}" for k, v in response.headers.items()]
         lines += [f"{k}: {v}" for k, v in extra]
+        lines += [f"Warning: {_warning_value(w)}" for w in response.warnings]
         if self.close_connection:
             lines.append("Connection: close")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
@@ -639,6 +913,10 @@ class _Handler(BaseHTTPRequestHandler):
             readable, _, _ = select.select([self.connection], [], [], 0)
             if not readable:
                 return False
+            if isinstance(self.connection, ssl.SSLSocket):
+                # No peeking through TLS; a client sends nothing while it reads a watch, so
+                # anything readable is its close_notify or its FIN.
+                return True
             return self.connection.recv(1, socket.MSG_PEEK) == b""
         except OSError:
             return True
@@ -658,6 +936,12 @@ class EmbeddedApiServer:
     validation, and terminating pods removed when their grace period runs out);
     ``False`` for both behaves as kube-apiserver v1.37.2 with no kubelet. With
     a ``store`` given they default to the store's settings and must agree with them.
+
+    ``token``: when set, every request must carry ``Authorization: Bearer <token>``
+    (else 401); ``tls``: serve HTTPS with this material, or ``True`` for fresh material
+    for loopback and ``host`` (see :mod:`.security`). Both default to off, for tests and
+    in-process use; ``podstatus serve`` turns both on. Both go into :meth:`kubeconfig`;
+    note that client-go and kubectl use a kubeconfig's token only with an https server.
     """
 
     def __init__(
@@ -671,8 +955,20 @@ class EmbeddedApiServer:
         bookmark_interval: float = 60.0,
         strict_status: bool | None = None,
         reap_terminating: bool | None = None,
+        token: str | None = None,
+        tls: security.TlsMaterial | bool = False,
     ) -> None:
         self.host = host
+        if token is not None and not token:
+            raise ValueError("token must not be empty")
+        self.token = token
+        self.tls: security.TlsMaterial | None = (
+            security.generate_tls([host])
+            if tls is True
+            else tls
+            if isinstance(tls, security.TlsMaterial)
+            else None
+        )
         self.port = port
         if store is None:
             store = Store(
@@ -705,7 +1001,15 @@ class EmbeddedApiServer:
         if self._httpd is None:
             raise RuntimeError("the server is not started")
         host = self.host if ":" not in self.host else f"[{self.host}]"
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{host}:{self.port}"
+
+    def authenticate(self, request: Request) -> Response | None:
+        """None when the request may go on; else kube-apiserver's 401."""
+        if self.token is None or security.bearer_ok(request.header("authorization"), self.token):
+            return None
+        log.info("unauthenticated request refused", extra={"method": request.method, "path": request.path})
+        return _status_error(401, "Unauthorized", "Unauthorized")
 
     def start(self) -> EmbeddedApiServer:
         if self._httpd is not None:
@@ -714,6 +1018,11 @@ class EmbeddedApiServer:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         server_class = type("_Server", (_HttpServer,), {"address_family": family})
         httpd = server_class((self.host, self.port), _Handler)
+        if self.tls is not None:
+            # The handshake happens on the handler's thread, at its first read, so a slow
+            # client never holds up accept().
+            context = security.server_context(self.tls)
+            httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
         httpd.owner = self
         self.port = httpd.server_address[1]
         self._httpd = httpd
@@ -724,6 +1033,13 @@ class EmbeddedApiServer:
         for t in self._threads:
             t.start()
         log.info("embedded API server listening on %s", self.url)
+        if not security.is_loopback(self.host):
+            log.warning(
+                "the embedded API server listens on %s, reachable from other machines%s",
+                self.host,
+                "" if self.token else ", with NO authentication",
+                extra={"host": self.host, "token": self.token is not None, "tls": self.tls is not None},
+            )
         return self
 
     def stop(self) -> None:
@@ -754,12 +1070,16 @@ class EmbeddedApiServer:
                 log.exception("reaping terminating pods failed")
 
     def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
-        """A kubeconfig (as a dict) pointing at this server: plain HTTP, no auth."""
+        """A kubeconfig (as a dict) pointing at this server, with its CA and token when it has them."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.tls is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.tls.ca_pem).decode("ascii")
+        user: dict[str, Any] = {"token": self.token} if self.token else {}
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "podstatus", "cluster": {"server": self.url}}],
-            "users": [{"name": "podstatus", "user": {}}],
+            "clusters": [{"name": "podstatus", "cluster": cluster}],
+            "users": [{"name": "podstatus", "user": user}],
             "contexts": [
                 {
                     "name": "podstatus",
@@ -771,11 +1091,12 @@ class EmbeddedApiServer:
         }
 
     def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
-        """Write :meth:`kubeconfig` to ``path`` (JSON is valid YAML); returns the path."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(msgspec.json.format(_encode(self.kubeconfig(namespace=namespace))) + b"\n")
-        return target
+        """Write :meth:`kubeconfig` to ``path`` (JSON is valid YAML); returns the path.
+
+        Mode 0600, never through a symlink (:func:`.security.write_private`): it may hold a token.
+        """
+        data = msgspec.json.format(_encode(self.kubeconfig(namespace=namespace))) + b"\n"
+        return security.write_private(path, data)
 
 
 def serve(
@@ -785,6 +1106,8 @@ def serve(
     *,
     store: Store | None = None,
     ready: Callable[[EmbeddedApiServer], None] | None = None,
+    token: str | None = None,
+    tls: security.TlsMaterial | bool = False,
 ) -> None:
     """Run a server until SIGINT or SIGTERM (call from the main thread).
 
@@ -798,7 +1121,7 @@ def serve(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with EmbeddedApiServer(host, port, store=store) as server:
+        with EmbeddedApiServer(host, port, store=store, token=token, tls=tls) as server:
             if kubeconfig_path is not None:
                 server.write_kubeconfig(kubeconfig_path)
             log.info("serving the Kubernetes API on %s", server.url)

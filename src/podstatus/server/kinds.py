@@ -323,6 +323,65 @@ def _node_status(status: Any) -> Any:
     return out
 
 
+_NODE_DEC = _Decoder("Node")
+
+
+def _list_of_objects(
+    dec: _Decoder, owner: dict[str, Any], key: str, struct: str, path: str, go: str
+) -> list[Any]:
+    value = owner.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise dec.type_error(value, struct, path, f"[]{go}")
+    for item in value:
+        if item is not None and not isinstance(item, dict):
+            raise dec.type_error(item, struct, path, go)
+    return [item for item in value if item is not None]
+
+
+def _check_node_types(obj: dict[str, Any]) -> None:
+    """What Go's decoder refuses in the Node fields a node agent writes (a 400, not stored)."""
+    dec = _NODE_DEC
+    spec = obj.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        raise dec.type_error(spec, "Node", "spec", "v1.NodeSpec")
+    spec = spec or {}
+    for key in ("podCIDR", "providerID"):
+        dec.string(spec, key, "NodeSpec", f"spec.{key}")
+    unschedulable = spec.get("unschedulable")
+    if unschedulable is not None and not isinstance(unschedulable, bool):
+        raise dec.type_error(unschedulable, "NodeSpec", "spec.unschedulable", "bool")
+    cidrs = spec.get("podCIDRs")
+    if cidrs is not None and (not isinstance(cidrs, list) or not all(isinstance(c, str) for c in cidrs)):
+        raise dec.type_error(cidrs, "NodeSpec", "spec.podCIDRs", "[]string")
+    for taint in _list_of_objects(dec, spec, "taints", "NodeSpec", "spec.taints", "v1.Taint"):
+        for key in ("key", "value", "effect"):
+            dec.string(taint, key, "Taint", f"spec.taints.{key}")
+    status = obj.get("status")
+    if status is not None and not isinstance(status, dict):
+        raise dec.type_error(status, "Node", "status", "v1.NodeStatus")
+    status = status or {}
+    for cond in _list_of_objects(
+        dec, status, "conditions", "NodeStatus", "status.conditions", "v1.NodeCondition"
+    ):
+        for key in ("type", "status", "reason", "message"):
+            dec.string(cond, key, "NodeCondition", f"status.conditions.{key}")
+    for address in _list_of_objects(
+        dec, status, "addresses", "NodeStatus", "status.addresses", "v1.NodeAddress"
+    ):
+        for key in ("type", "address"):
+            dec.string(address, key, "NodeAddress", f"status.addresses.{key}")
+    for key, go in (("capacity", "v1.ResourceList"), ("allocatable", "v1.ResourceList"),
+                    ("nodeInfo", "v1.NodeSystemInfo"), ("daemonEndpoints", "v1.NodeDaemonEndpoints")):  # fmt: skip
+        value = status.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise dec.type_error(value, "NodeStatus", f"status.{key}", go)
+    info = status.get("nodeInfo") or {}
+    for key in _NODE_INFO:
+        dec.string(info, key, "NodeSystemInfo", f"status.nodeInfo.{key}")
+
+
 class NodeStrategy(Strategy):
     """Nodes: the spec rules of ValidateNode / ValidateNodeUpdate that a node agent meets.
 
@@ -332,7 +391,10 @@ class NodeStrategy(Strategy):
     """
 
     def prepare_create(self, obj: dict[str, Any], errors: list[FieldError]) -> None:
+        _check_node_types(obj)
         spec = obj.setdefault("spec", {})
+        if spec is None:
+            spec = obj["spec"] = {}
         obj["status"] = _node_status(obj.get("status") or {})
         if isinstance(spec, dict):
             validate_taints(spec.get("taints"), errors)
@@ -340,8 +402,9 @@ class NodeStrategy(Strategy):
     def prepare_update(
         self, old: dict[str, Any], obj: dict[str, Any], subresource: str | None, errors: list[FieldError]
     ) -> None:
+        _check_node_types(obj)
         if subresource == "status":
-            obj["status"] = _node_status(obj.get("status"))
+            obj["status"] = _node_status(obj.get("status") or {})
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
@@ -371,7 +434,9 @@ class LeaseStrategy(Strategy):
 
     _dec = _Decoder("Lease")
 
-    def _canonical(self, obj: dict[str, Any], errors: list[FieldError]) -> None:
+    def _canonical(
+        self, obj: dict[str, Any], errors: list[FieldError], old: dict[str, Any] | None = None
+    ) -> None:
         dec = self._dec
         spec = dec.struct(obj, "spec", "Lease", "spec", "v1.LeaseSpec")
         for key in ("holderIdentity", "strategy", "preferredHolder"):
@@ -382,7 +447,14 @@ class LeaseStrategy(Strategy):
             if key in spec:
                 dec.time(spec, key, micro=True)
         # Only the API's fields, in its order; pointers left out when unset.
-        obj["spec"] = {k: spec[k] for k in _LEASE_SPEC if spec.get(k) is not None}
+        spec = {k: spec[k] for k in _LEASE_SPEC if spec.get(k) is not None}
+        # strategy and preferredHolder belong to CoordinatedLeaderElection, off by default in
+        # v1.37: dropped unless the stored Lease already has them (DropDisabledSpecFields).
+        old_spec = (old or {}).get("spec") or {}
+        for key in ("strategy", "preferredHolder"):
+            if key in spec and not old_spec.get(key):
+                del spec[key]
+        obj["spec"] = spec
         obj.pop("status", None)
         duration = spec.get("leaseDurationSeconds")
         if duration is not None and duration <= 0:
@@ -405,7 +477,7 @@ class LeaseStrategy(Strategy):
     def prepare_update(
         self, old: dict[str, Any], obj: dict[str, Any], subresource: str | None, errors: list[FieldError]
     ) -> None:
-        self._canonical(obj, errors)
+        self._canonical(obj, errors, old)
 
 
 # --- Events ---------------------------------------------------------------------------
@@ -533,6 +605,9 @@ class EventStrategy(Strategy):
     ``strict`` is the events.k8s.io/v1 variant: bodies are converted, and
     creates and updates get the strict validation of that API version.
     """
+
+    # kube-apiserver's --event-ttl default: an Event goes an hour after its last write.
+    ttl = 3600.0
 
     def __init__(self, *, strict: bool) -> None:
         self.strict = strict

@@ -1,4 +1,4 @@
-"""The embedded API server's in-memory object store: pods and nodes (namespaces implied).
+"""The embedded API server's in-memory object store: pods, nodes, namespaces, Leases and Events.
 
 It does what the real API server's registry does for these resources: defaulting,
 validation, resourceVersion concurrency, UID preconditions, graceful deletion and
@@ -16,7 +16,9 @@ own pace (fan-out costs nothing per watcher on the write path).
 
 from __future__ import annotations
 
+import base64
 import builtins
+import contextlib
 import functools
 import heapq
 import ipaddress
@@ -28,6 +30,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,6 +56,7 @@ from ..patch import (
 )
 from ..qos import compute_pod_qos
 from ..types import InvalidObjectError, Pod
+from . import schema
 from .selectors import FieldSelector, LabelSelector, SelectorError
 
 __all__ = [
@@ -61,10 +65,12 @@ __all__ = [
     "RESOURCES",
     "STRATEGIC_MERGE_PATCH",
     "Event",
+    "ListPage",
     "ResourceInfo",
     "Store",
     "Stored",
     "Watch",
+    "WriteOptions",
 ]
 
 log = logging.getLogger(__name__)
@@ -160,6 +166,8 @@ class Strategy:
 
     # True when the wire form differs from the stored one (from_storage/to_storage convert).
     converts = False
+    # Seconds an object lives after its last write (None: for ever).
+    ttl: float | None = None
 
     def to_storage(self, obj: dict[str, Any]) -> dict[str, Any]:
         """A request body (already checked to be this kind) in the stored form."""
@@ -251,6 +259,24 @@ class Event:
         return f"Event({self.type} {self.resource} {self.namespace}/{self.stored.name} rv={self.rv})"
 
 
+FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
+
+
+@dataclass(slots=True)
+class WriteOptions:
+    """How one write is done (the query parameters of a create, update, patch or delete).
+
+    ``field_validation``: what to do with fields the kind does not know (they are never
+    stored): ``Strict`` refuses the write, ``Warn`` adds one warning per field to
+    ``warnings``, ``Ignore`` drops them silently. ``dry_run``: validate and answer as if
+    the write happened, but store nothing (no new resourceVersion, no watch event).
+    """
+
+    field_validation: str = "Warn"
+    dry_run: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
 # --- errors as the real server words them ---------------------------------------------
 
 
@@ -310,6 +336,7 @@ class FieldError:
         "Duplicate value": "FieldValueDuplicate",
         "Unsupported value": "FieldValueNotSupported",
         "Forbidden": "FieldValueForbidden",
+        "Too long": "FieldValueTooLong",
     }
 
     def __init__(self, field: str, type: str, value: Any = None, detail: str = "") -> None:
@@ -319,7 +346,7 @@ class FieldError:
         self.detail = detail
 
     def body(self) -> str:
-        if self.type in ("Required value", "Forbidden"):
+        if self.type in ("Required value", "Forbidden", "Too long"):
             return f"{self.type}: {self.detail}" if self.detail else self.type
         if self.type == "Duplicate value":
             return f"{self.type}: {_go_value(self.value)}"
@@ -361,6 +388,8 @@ _LABEL_MSG = (
     "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 )
 _CONDITION_STATUSES = ("False", "True", "Unknown")
+# TotalAnnotationSizeLimitB of kube-apiserver.
+MAX_ANNOTATIONS_BYTES = 256 * 1024
 _TERMINAL = ("Succeeded", "Failed")
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -370,6 +399,13 @@ def _check_subdomain(value: str, field: str, errors: list[FieldError]) -> None:
         errors.append(FieldError(field, "Invalid value", value, "must be no more than 253 characters"))
     elif not _DNS1123_SUBDOMAIN.match(value):
         errors.append(FieldError(field, "Invalid value", value, _SUBDOMAIN_MSG))
+
+
+def _check_label_name(value: str, field: str, errors: list[FieldError]) -> None:
+    if len(value) > 63:
+        errors.append(FieldError(field, "Invalid value", value, "must be no more than 63 characters"))
+    elif not _DNS1123_LABEL.match(value):
+        errors.append(FieldError(field, "Invalid value", value, _LABEL_MSG))
 
 
 def _unsupported(field: str, value: Any, supported: tuple[str, ...]) -> FieldError:
@@ -521,12 +557,32 @@ def _validate_pod_spec(spec: Any, errors: list[FieldError]) -> None:
                 seen.add(name)
             if isinstance(c, dict) and not c.get("image"):
                 errors.append(FieldError(f"{path}.image", "Required value"))
+            if isinstance(c, dict):
+                _check_ports(c.get("ports"), f"{path}.ports", errors)
     policy = spec.get("restartPolicy")
     if policy not in ("Always", "OnFailure", "Never"):
         errors.append(_unsupported("spec.restartPolicy", policy, ("Always", "Never", "OnFailure")))
     for i, gate in enumerate(spec.get("readinessGates") or ()):
         if not isinstance(gate, dict) or not gate.get("conditionType"):
             errors.append(FieldError(f"spec.readinessGates[{i}].conditionType", "Required value"))
+
+
+_PORT_RANGE_MSG = "must be between 1 and 65535, inclusive"
+
+
+def _check_ports(ports: Any, path: str, errors: list[FieldError]) -> None:
+    """The port-number part of validateContainerPorts (the decoder already kept them in int32)."""
+    for i, port in enumerate(ports if isinstance(ports, list) else ()):
+        if not isinstance(port, dict):
+            continue
+        number = port.get("containerPort")
+        if not number:
+            errors.append(FieldError(f"{path}[{i}].containerPort", "Required value"))
+        elif isinstance(number, int) and not 1 <= number <= 65535:
+            errors.append(FieldError(f"{path}[{i}].containerPort", "Invalid value", number, _PORT_RANGE_MSG))
+        host = port.get("hostPort")
+        if isinstance(host, int) and host and not 1 <= host <= 65535:
+            errors.append(FieldError(f"{path}[{i}].hostPort", "Invalid value", host, _PORT_RANGE_MSG))
 
 
 _IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
@@ -638,6 +694,20 @@ def _check_labels(meta: dict[str, Any], errors: list[FieldError]) -> None:
     for key in annotations if isinstance(annotations, dict) else ():
         for msg in qualified_name_errors(str(key).lower()):
             errors.append(FieldError("metadata.annotations", "Invalid value", key, msg))
+    if isinstance(annotations, dict):
+        # ValidateAnnotationsSize: keys and values together, in bytes.
+        size = sum(
+            len(str(k).encode()) + len(v.encode() if isinstance(v, str) else b"")
+            for k, v in annotations.items()
+        )
+        if size > MAX_ANNOTATIONS_BYTES:
+            errors.append(
+                FieldError(
+                    "metadata.annotations",
+                    "Too long",
+                    detail=f"may not be more than {MAX_ANNOTATIONS_BYTES} bytes",
+                )
+            )
 
 
 def _terminated_exit(statuses: Any) -> dict[str, int | None]:
@@ -769,6 +839,10 @@ def _delete_conflict(info: ResourceInfo, name: str, why: str) -> ConflictError:
     return ConflictError(message, status=status_body(409, "Conflict", message, name=name, kind=info.kind))
 
 
+# 9999-12-31T23:59:59Z: the last instant RFC 3339 (and Python's datetime) can write.
+_MAX_TIMESTAMP = 253402300799.0
+
+
 def _rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -801,11 +875,108 @@ def _matches(obj: dict[str, Any], ls: LabelSelector | None, fs: FieldSelector | 
     return fs is None or fs.matches(obj)
 
 
+def _kind_key(info: ResourceInfo) -> str:
+    return f"{getattr(info, 'api_version', 'v1')}/{info.kind}"
+
+
+def _cannot_handle(info: ResourceInfo, why: str) -> BadRequestError:
+    api_version = getattr(info, "api_version", "v1")
+    version = api_version.rsplit("/", 1)[-1]
+    return bad_request(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {why}')
+
+
+def _strict_message(problems: builtins.list[str]) -> str:
+    return "strict decoding error: " + ", ".join(problems)
+
+
+def _strict_problems(raw: Any, unknown: builtins.list[str], options: WriteOptions) -> builtins.list[str]:
+    """The strict decoding errors (keys given twice in the raw JSON first, then unknown fields)."""
+    if options.field_validation == "Ignore":
+        return []
+    problems = []
+    if isinstance(raw, bytes | bytearray | memoryview | str):
+        data = raw.encode() if isinstance(raw, str) else bytes(raw)
+        try:
+            # A fresh decoding: the one the caller holds may have been changed since.
+            decoded = _decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            decoded = None
+        if decoded is not None:
+            problems = [f'duplicate field "{p}"' for p in schema.duplicate_fields(data, decoded)]
+    return problems + [f'unknown field "{p}"' for p in unknown]
+
+
+def decode_body(info: ResourceInfo, obj: dict[str, Any], options: WriteOptions, raw: Any = None) -> None:
+    """What the real server's decoder does to a create or update body (in place): a number out
+    of its field's range is a 400; unknown fields are dropped and, like keys given twice in the
+    ``raw`` JSON, refused or warned about as ``options.field_validation`` says."""
+    found = schema.prune(_kind_key(info), obj)
+    if found.range_error:
+        raise _cannot_handle(info, found.range_error)
+    problems = _strict_problems(raw, found.unknown, options)
+    if problems:
+        if options.field_validation == "Strict":
+            raise _cannot_handle(info, _strict_message(problems))
+        options.warnings.extend(problems)
+
+
+def _go_repr(value: Any) -> str:
+    """Go's ``%+v`` of a decoded JSON value (how the real server quotes a strategic merge patch)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_go_repr(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_repr(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _invalid_patch(detail: str, quoted: str) -> UnprocessableEntityError:
+    """The real server's answer to a patch whose result does not decode (no kind, no name)."""
+    err = FieldError("patch", "Invalid value", quoted, detail)
+    message = f' "" is invalid: {err}'
+    body = status_body(422, "Invalid", message, causes=[err.cause()])
+    return UnprocessableEntityError(message, status=body)
+
+
+def decode_patched(
+    info: ResourceInfo,
+    result: dict[str, Any],
+    patch: Any,
+    kind: str,
+    options: WriteOptions,
+    *,
+    wrap: bool,
+    raw: Any = None,
+) -> None:
+    """As :func:`decode_body`, for the result of a patch: failures are 422s on the field ``patch``
+    (quoting the patch for a strategic merge patch, the patched object otherwise). ``wrap``:
+    out-of-range integers of a strategic merge patch are converted as the real server does
+    (silently, see schema.prune) instead of refused."""
+    # Keys given twice in the patch itself (the real server decodes it strictly first).
+    duplicates = _strict_problems(raw, [], options)
+    if kind != JSON_PATCH and isinstance(patch, dict):
+        # Stored objects hold known fields only: when the patch brings no unknown field and no
+        # out-of-range number, neither does the result (and the whole object need not be walked).
+        probe = schema.prune(_kind_key(info), patch, patch=True)
+        if not probe.unknown and probe.range_error is None and not duplicates:
+            return
+    found = schema.prune(_kind_key(info), result, wrap=wrap and kind == STRATEGIC_MERGE_PATCH)
+    problems = duplicates + _strict_problems(None, found.unknown, options)
+    if not found.range_error and (not problems or options.field_validation != "Strict"):
+        options.warnings.extend(problems)
+        return
+    quoted = _go_repr(patch) if kind == STRATEGIC_MERGE_PATCH else json.dumps(result, separators=(",", ":"))
+    raise _invalid_patch(found.range_error or _strict_message(problems), quoted)
+
+
 # --- the store -----------------------------------------------------------------------
 
 
 class Store:
-    """Thread-safe in-memory pods, nodes and (implied) namespaces with watch history.
+    """Thread-safe in-memory objects (pods, nodes, namespaces, leases, events) with watch history.
 
     ``history_size`` bounds the events a watch can resume from; older
     resourceVersions get 410 Expired. ``clock`` gives epoch seconds (tests may
@@ -845,7 +1016,11 @@ class Store:
         self._namespaces: dict[str, Stored] = {}
         # (deadline, namespace, name, uid) of pods being deleted gracefully
         self._deadlines: list[tuple[float, str, str, str]] = []
+        # (expiry, storage, namespace, name, resourceVersion) of objects with a TTL (Events)
+        self._expiries: list[tuple[float, str, str, str, int]] = []
         self._closed = False
+        # Set (lock held) while a dry-run write runs: commits answer without storing.
+        self._dry_run = False
         for ns in _DEFAULT_NAMESPACES:
             self._ensure_namespace(ns)
 
@@ -870,6 +1045,17 @@ class Store:
     def now(self) -> float:
         return self._clock()
 
+    def wait_for_resource_version(self, rv: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until the store reached ``rv``; whether it did."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._rv < rv and not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._changed.wait(remaining)
+            return self._rv >= rv
+
     def close(self) -> None:
         """End every watch (they return ``None`` from then on)."""
         with self._lock:
@@ -888,6 +1074,8 @@ class Store:
         return info
 
     def _bucket(self, info: ResourceInfo, namespace: str | None) -> dict[str, Stored]:
+        if info.name == "namespaces":
+            return self._namespaces
         objects = self._objects.setdefault(info.storage, {})
         key = (namespace or "") if info.namespaced else ""
         bucket = objects.get(key)
@@ -896,22 +1084,26 @@ class Store:
         return bucket
 
     def _ensure_namespace(self, name: str) -> None:
-        if not name or name in self._namespaces:
-            return
-        obj = {
-            "kind": "Namespace",
-            "apiVersion": "v1",
-            "metadata": {
-                "name": name,
-                "uid": str(uuid.uuid4()),
-                "resourceVersion": str(self._rv),
-                "creationTimestamp": _rfc3339(self._clock()),
-                "labels": {"kubernetes.io/metadata.name": name},
-            },
-            "spec": {"finalizers": ["kubernetes"]},
-            "status": {"phase": "Active"},
-        }
-        self._namespaces[name] = Stored(obj, _encode(obj), None, self._rv)
+        if name and name not in self._namespaces:
+            self._namespaces[name] = self._namespace_object(name, {"metadata": {}}, self._rv)
+
+    def _namespace_object(self, name: str, given: dict[str, Any], rv: int) -> Stored:
+        """A namespace with the real server's defaults (the name label, the finalizer, Active)."""
+        meta = dict(given.get("metadata") or {})
+        labels = dict(meta.get("labels") or {})
+        labels["kubernetes.io/metadata.name"] = name
+        meta.update(
+            name=name,
+            uid=str(uuid.uuid4()),
+            resourceVersion=str(rv),
+            creationTimestamp=_rfc3339(self._clock()),
+            labels=labels,
+        )
+        spec = dict(given.get("spec") or {})
+        spec.setdefault("finalizers", ["kubernetes"])
+        obj = {"kind": "Namespace", "apiVersion": "v1", "metadata": meta, "spec": spec,
+               "status": {"phase": "Active"}}  # fmt: skip
+        return Stored(obj, _encode(obj), None, rv)
 
     def _record(
         self, type_: str, info: ResourceInfo, namespace: str, stored: Stored, old: Stored | None
@@ -919,8 +1111,25 @@ class Store:
         # Caller holds the lock and has assigned stored.rv == self._rv + 1.
         self._rv = stored.rv
         self._ring[stored.rv % self._size] = Event(type_, info.storage, namespace, stored, old, stored.rv)
+        ttl = info.strategy.ttl if info.strategy is not None else None
+        if ttl and type_ != "DELETED":
+            heapq.heappush(
+                self._expiries, (self._clock() + ttl, info.storage, namespace, stored.name, stored.rv)
+            )
         self._changed.notify_all()
         log.debug("%s %s %s/%s rv=%d", type_, info.name, namespace, stored.name, stored.rv)
+
+    @contextlib.contextmanager
+    def _dry(self, options: WriteOptions) -> Iterator[None]:
+        """Within a write (lock held): with ``options.dry_run``, nothing the write does is stored."""
+        if not options.dry_run:
+            yield
+            return
+        self._dry_run = True
+        try:
+            yield
+        finally:
+            self._dry_run = False
 
     # -- reads -------------------------------------------------------------------------
 
@@ -958,6 +1167,78 @@ class Store:
             items = [info.view(s) for s in items]
         return items, rv
 
+    def list_page(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | FieldSelector | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        exact_resource_version: int | None = None,
+    ) -> ListPage:
+        """One page of a list, as kube-apiserver pages: at most ``limit`` items (none or <= 0:
+        all), and a ``continue`` token when more match. Every page of a list shows the objects
+        as they were at the first page's resourceVersion; a token older than the history
+        answers 410 Expired with a token that goes on at the current state instead.
+        ``exact_resource_version``: the objects as they were then (``resourceVersionMatch=Exact``,
+        or a limit with a resourceVersion); 410 Expired when older than the history."""
+        info = self._info(resource)
+        ls, fs = _selectors(info.key, label_selector, field_selector)
+        start: tuple[str, str] | None = None
+        at: int | None = None
+        if continue_token:
+            start, token_rv = decode_continue(continue_token, info, namespace)
+            at = token_rv if token_rv > 0 else None
+        elif exact_resource_version is not None:
+            at = exact_resource_version
+        with self._lock:
+            self._maybe_reap()
+            if at is not None and start is None and at < max(self._rv - self._size + 1, 1) - 1:
+                raise _list_expired()
+            if at is None:
+                items, rv = self._snapshot(info, namespace), self._rv
+            else:
+                oldest = max(self._rv - self._size + 1, 1)
+                if at < oldest - 1 and start is not None:
+                    raise _continue_expired(info, namespace, start)
+                items, rv = self._state_at(info, namespace, at, start), at
+        if ls is not None or fs is not None:
+            items = [s for s in items if _matches(s.obj, ls, fs)]
+        if start is not None:
+            items = [s for s in items if _list_key(info, s) >= start]
+        if info.strategy is not None and info.strategy.converts:
+            items = [info.view(s) for s in items]
+        if limit is None or limit <= 0 or len(items) <= limit:
+            return ListPage(items, rv)
+        page = items[:limit]
+        last = _list_key(info, page[-1])
+        token = encode_continue(info, namespace, (last[0], last[1] + "\x00"), rv)
+        remaining = len(items) - limit if ls is None and fs is None else None
+        return ListPage(page, rv, token, remaining)
+
+    def _state_at(
+        self, info: ResourceInfo, namespace: str | None, rv: int, start: tuple[str, str] | None
+    ) -> builtins.list[Stored]:
+        """The objects as they were at ``rv`` (lock held): the current ones with the newer
+        events of the history undone."""
+        objects = {_list_key(info, s): s for s in self._snapshot(info, namespace)}
+        for r in range(self._rv, rv, -1):
+            event = self._ring[r % self._size]
+            if event is None or event.rv != r:
+                raise _continue_expired(info, namespace, start)
+            if event.resource != info.storage or (
+                namespace and info.namespaced and event.namespace != namespace
+            ):
+                continue
+            key = _list_key(info, event.stored)
+            if event.type == "ADDED" or event.old is None:
+                objects.pop(key, None)
+            else:
+                objects[key] = event.old
+        return [objects[k] for k in sorted(objects)]
+
     def _snapshot(self, info: ResourceInfo, namespace: str | None) -> builtins.list[Stored]:
         if info.name == "namespaces":
             return [self._namespaces[k] for k in sorted(self._namespaces)]
@@ -969,17 +1250,21 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------
 
-    def create(self, resource: str, namespace: str | None, body: Any) -> Stored:
-        """Create an object (``generateName`` honoured); returns what was stored."""
+    def create(
+        self, resource: str, namespace: str | None, body: Any, *, options: WriteOptions | None = None
+    ) -> Stored:
+        """Create an object (``generateName`` honoured); returns what was stored.
+
+        A namespaced object needs its namespace to exist (404 otherwise, as kube-apiserver's
+        NamespaceLifecycle admission answers); ``default``, ``kube-system``, ``kube-public``
+        and ``kube-node-lease`` always do, others are created as ``namespaces``.
+        """
         info = self._info(resource)
-        if info.name == "namespaces":
-            raise MethodNotAllowedError(
-                "namespaces are implied by their use in this server",
-                status=status_body(
-                    405, "MethodNotAllowed", "namespaces are implied by their use in this server"
-                ),
-            )
+        opts = options if options is not None else WriteOptions(field_validation="Ignore")
         obj = self._private_copy(body, info)
+        decode_body(info, obj, opts, raw=body)
+        if info.name == "namespaces":
+            return self._create_namespace(obj, opts)
         if info.strategy is not None:
             obj = info.strategy.to_storage(obj)
         meta = obj["metadata"]
@@ -1025,26 +1310,83 @@ class Store:
                 _check_subdomain(name, "metadata.name", check)
                 if check:
                     raise invalid(info.kind, name, check, info.kind_group)
+            if info.namespaced and (namespace or "") not in self._namespaces:
+                raise not_found("namespaces", namespace or "")
             if name in bucket:
                 raise already_exists(info.key, name)
             rv = self._rv + 1
             meta["uid"] = str(uuid.uuid4())
             meta["resourceVersion"] = str(rv)
             meta["creationTimestamp"] = _rfc3339(self._clock())
+            if opts.dry_run:
+                # As it would be stored, less the resourceVersion only storage hands out.
+                del meta["resourceVersion"]
+                pod = self._typecheck(info, obj, 400)
+                raw = pod.to_json() if pod is not None else _encode(obj)
+                return Stored(_decode(raw), raw, pod, self._rv)
             stored = self._stored(info, obj, self._typecheck(info, obj, 400), rv)
             bucket[name] = stored
-            if info.namespaced:
-                self._ensure_namespace(namespace or "")
             self._record("ADDED", info, namespace or "", stored, None)
             return info.view(stored)
 
+    def ensure_namespace(self, name: str) -> Stored:
+        """The namespace ``name``, made when it does not exist yet: for in-process users that
+        set up a world (tests, ``podstatus simulate``). Like the four default namespaces it
+        is part of the world as it is (no new resourceVersion, no watch event); clients
+        create namespaces through the API (``kubectl create namespace``)."""
+        with self._lock:
+            self._ensure_namespace(name)
+            return self._namespaces[name]
+
+    def _create_namespace(self, obj: dict[str, Any], opts: WriteOptions) -> Stored:
+        """POST /api/v1/namespaces: validated and defaulted as the real server does."""
+        info = RESOURCES["namespaces"]
+        meta = obj["metadata"]
+        meta.pop("namespace", None)
+        name = meta.get("name") or ""
+        generate = meta.get("generateName") or ""
+        errors: builtins.list[FieldError] = []
+        if not name and not generate:
+            errors.append(
+                FieldError("metadata.name", "Required value", detail="name or generateName is required")
+            )
+        elif name:
+            _check_label_name(name, "metadata.name", errors)
+        _check_labels(meta, errors)
+        if errors:
+            raise invalid(info.kind, name or generate, errors)
+        for key in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            meta.pop(key, None)
+        meta.pop("managedFields", None)
+        with self._lock:
+            if not name:
+                name = meta["name"] = self._generate_name(generate[: 63 - 5], self._namespaces)
+            if name in self._namespaces:
+                raise already_exists(info.name, name)
+            stored = self._namespace_object(name, obj, self._rv + 1)
+            if opts.dry_run:
+                del stored.obj["metadata"]["resourceVersion"]
+                return Stored(stored.obj, _encode(stored.obj), None, self._rv)
+            self._namespaces[name] = stored
+            self._record("ADDED", info, "", stored, None)
+            return stored
+
     def update(
-        self, resource: str, namespace: str | None, name: str, body: Any, *, subresource: str | None = None
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
+        options: WriteOptions | None = None,
     ) -> Stored:
         """Replace an object (PUT); with ``subresource="status"`` only its status changes."""
         info = self._info(resource)
         self._check_subresource(info, subresource)
+        opts = options if options is not None else WriteOptions(field_validation="Ignore")
         obj = self._private_copy(body, info)
+        decode_body(info, obj, opts, raw=body)
         if info.strategy is not None:
             obj = info.strategy.to_storage(obj)
         meta = obj["metadata"]
@@ -1056,7 +1398,8 @@ class Store:
         with self._lock:
             self._maybe_reap()
             current = self._current(info, namespace, name)
-            return info.view(self._write(info, namespace or "", current, obj, subresource, bad=400))
+            with self._dry(opts):
+                return info.view(self._write(info, namespace or "", current, obj, subresource, bad=400))
 
     def patch(
         self,
@@ -1067,6 +1410,7 @@ class Store:
         patch_type: str = STRATEGIC_MERGE_PATCH,
         *,
         subresource: str | None = None,
+        options: WriteOptions | None = None,
     ) -> Stored:
         """Patch an object (``patch_type``: a patch content type, or strategic/merge/json).
 
@@ -1123,9 +1467,15 @@ class Store:
                 message = "the patched object is not a JSON object with metadata"
                 raise UnprocessableEntityError(message, status=status_body(422, "Invalid", message))
             result.setdefault("metadata", {})
+            opts = options if options is not None else WriteOptions(field_validation="Ignore")
+            # podstatus refuses what kube-apiserver would store wrapped (2^40 as 0); kube-like stores it.
+            decode_patched(info, result, data, kind, opts, wrap=not self._strict_status, raw=patch)
             if info.strategy is not None:
                 result = info.strategy.to_storage(result)
-            written = self._write(info, namespace or "", current, result, subresource, bad=422, patch=True)
+            with self._dry(opts):
+                written = self._write(
+                    info, namespace or "", current, result, subresource, bad=422, patch=True
+                )
             return info.view(written)
 
     def bind(self, namespace: str, name: str, node_name: str) -> Stored:
@@ -1154,6 +1504,7 @@ class Store:
         grace_period_seconds: int | None = None,
         uid: str | None = None,
         resource_version: str | None = None,
+        dry_run: bool = False,
     ) -> tuple[Stored, bool]:
         """Delete an object; returns (its last version, whether it is gone).
 
@@ -1164,14 +1515,16 @@ class Store:
         a second delete may only shorten the grace period. A pod deleted at
         once is first written with ``deletionTimestamp`` and grace 0 (a
         MODIFIED event), then removed; the answer is that last version.
-        ``uid`` and ``resource_version`` are preconditions (409 Conflict).
+        ``uid`` and ``resource_version`` are preconditions (409 Conflict). With
+        ``dry_run`` nothing changes: the answer is the object as the delete would leave it
+        (unchanged when it would go at once).
         """
         info = self._info(resource)
         if info.name == "namespaces":
             message = "namespaces cannot be deleted from this server"
             raise MethodNotAllowedError(message, status=status_body(405, "MethodNotAllowed", message))
         ns = namespace or ""
-        with self._lock:
+        with self._lock, self._dry(WriteOptions(dry_run=dry_run)):
             self._maybe_reap()
             current = self._current(info, namespace, name)
             meta = current.metadata
@@ -1242,6 +1595,8 @@ class Store:
         """Write ``deletionTimestamp`` (now + ``period`` unless ``deadline``) and the grace period."""
         if deadline is None:
             deadline = self._clock() + period
+        # A grace period of centuries (any int64 is accepted) ends at the last representable second.
+        deadline = min(max(deadline, 0.0), _MAX_TIMESTAMP)
         obj = dict(current.obj)
         new_meta = obj["metadata"] = dict(current.metadata)
         new_meta["deletionTimestamp"] = _rfc3339(deadline)
@@ -1249,11 +1604,13 @@ class Store:
         if bump_generation and new_meta.get("generation"):
             new_meta["generation"] = int(new_meta["generation"]) + 1
         stored = self._commit(info, ns, current, obj)
-        if period > 0 and self._reap_terminating:
+        if period > 0 and self._reap_terminating and not self._dry_run:
             heapq.heappush(self._deadlines, (deadline, ns, stored.name, stored.uid))
         return stored
 
     def _remove(self, info: ResourceInfo, ns: str, current: Stored) -> Stored:
+        if self._dry_run:
+            return current
         rv = self._rv + 1
         obj = dict(current.obj)
         obj["metadata"] = dict(current.metadata, resourceVersion=str(rv))
@@ -1266,12 +1623,6 @@ class Store:
         return stored
 
     def _current(self, info: ResourceInfo, namespace: str | None, name: str) -> Stored:
-        if info.name == "namespaces":
-            found = self._namespaces.get(name)
-            if found is not None:
-                message = "namespaces are read-only in this server"
-                raise MethodNotAllowedError(message, status=status_body(405, "MethodNotAllowed", message))
-            raise not_found(info.key, name)
         current = self._bucket(info, namespace).get(name)
         if current is None:
             raise not_found(info.key, name)
@@ -1425,6 +1776,9 @@ class Store:
             "annotations"
         ):
             _check_labels(meta, errors)
+        if info.name == "namespaces":
+            # The namespace strategy keeps the name label whatever the write says.
+            meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": name}
         is_pod = info.name == "pods"
         if subresource == "status":
             # The status strategy: spec (and a pod's ownerReferences) stay as they were.
@@ -1489,6 +1843,9 @@ class Store:
     ) -> Stored:
         if pod is None:
             pod = self._typecheck(info, obj, 422)
+        if self._dry_run:
+            # Validated and answered, never stored: the resourceVersion stays the current one.
+            return self._stored(info, obj, pod, current.rv)
         stored = self._stored(info, obj, pod, self._rv + 1)
         self._bucket(info, ns)[current.name] = stored
         self._record("MODIFIED", info, ns, stored, current)
@@ -1525,11 +1882,27 @@ class Store:
     def _maybe_reap(self) -> None:
         if self._deadlines and self._deadlines[0][0] <= self._clock():
             self._reap_locked()
+        if self._expiries and self._expiries[0][0] <= self._clock():
+            self._expire_locked()
 
     def reap(self) -> int:
-        """Remove pods whose graceful deletion ran out; returns how many went."""
+        """Remove pods whose graceful deletion ran out (and expired Events); returns how many pods went."""
         with self._lock:
+            self._expire_locked()
             return self._reap_locked()
+
+    def _expire_locked(self) -> int:
+        """Remove objects whose TTL ran out since their last write (etcd leases on the real server)."""
+        count = 0
+        now = self._clock()
+        while self._expiries and self._expiries[0][0] <= now:
+            _, storage, ns, name, rv = heapq.heappop(self._expiries)
+            current = (self._objects.get(storage) or {}).get(ns, {}).get(name)
+            if current is None or current.rv != rv:
+                continue  # gone already, or written again since (a later expiry is queued)
+            self._remove(RESOURCES[storage], ns, current)
+            count += 1
+        return count
 
     def _reap_locked(self) -> int:
         count = 0
@@ -1593,6 +1966,108 @@ class Store:
                 raise _expired(cursor, max(self._rv - self._size + 1, 1))
             out.append(event)
         return out
+
+
+class ListPage:
+    """One page of a list: items, the list's resourceVersion, the continue token (``""`` on the
+    last page) and, when known, how many items are left after this page."""
+
+    __slots__ = ("continue_token", "items", "remaining", "rv")
+
+    def __init__(
+        self, items: list[Stored], rv: int, continue_token: str = "", remaining: int | None = None
+    ) -> None:
+        self.items = items
+        self.rv = rv
+        self.continue_token = continue_token
+        self.remaining = remaining
+
+
+def _list_key(info: ResourceInfo, stored: Stored) -> tuple[str, str]:
+    ns = str(stored.metadata.get("namespace") or "") if info.namespaced else ""
+    return ns, stored.name
+
+
+def _token_prefix(info: ResourceInfo, namespace: str | None) -> bool:
+    """Whether the list's keys carry the namespace (a list of a namespaced kind in all namespaces)."""
+    return info.namespaced and not namespace
+
+
+def encode_continue(info: ResourceInfo, namespace: str | None, start: tuple[str, str], rv: int) -> str:
+    """A continue token in the real server's encoding (base64url of ``{"v","rv","start"}``),
+    so clients that look inside (few do) see what they expect."""
+    key = f"{start[0]}/{start[1]}" if _token_prefix(info, namespace) else start[1]
+    data = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": key}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(data.encode()).decode().rstrip("=")
+
+
+def _bad_continue(why: str) -> BadRequestError:
+    return bad_request(f"invalid continue token: continue key is not valid{why}")
+
+
+def _go_base64_error(token: str) -> str | None:
+    """Go's RawURLEncoding error for ``token`` (None when it decodes)."""
+    for i, ch in enumerate(token):
+        if not (ch.isascii() and (ch.isalnum() or ch in "-_")):
+            return f"illegal base64 data at input byte {i}"
+    if len(token) % 4 == 1:
+        return f"illegal base64 data at input byte {len(token) - 1}"
+    return None
+
+
+def decode_continue(token: str, info: ResourceInfo, namespace: str | None) -> tuple[tuple[str, str], int]:
+    """The start key and resourceVersion of a continue token; 400 with the real server's
+    words when it is not one."""
+    err = _go_base64_error(token)
+    if err:
+        raise _bad_continue(f": {err}")
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise _bad_continue(f": {exc}") from None
+    if not isinstance(data, dict):
+        raise _bad_continue(": json: cannot unmarshal into a continue token")
+    version = data.get("v")
+    if version != "meta.k8s.io/v1":
+        raise _bad_continue(f": server does not recognize this encoded version {version or ''}")
+    rv = data.get("rv")
+    if not isinstance(rv, int) or isinstance(rv, bool) or rv == 0:
+        raise _bad_continue(": incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    key = data.get("start")
+    if not isinstance(key, str) or not key:
+        raise _bad_continue(": encoded start key empty (version meta.k8s.io/v1)")
+    # Path traversal out of the list's prefix is refused, as upstream does (path.Clean must not change it).
+    parts = key.lstrip("/").split("/")
+    if any(p in ("", ".", "..") for p in parts[:-1]) or parts[-1] in (".", ".."):
+        raise _bad_continue(f": {key}")
+    if _token_prefix(info, namespace):
+        ns, _, name = key.lstrip("/").partition("/")
+        return (ns, name), rv
+    return ("" if not info.namespaced else namespace or "", key.lstrip("/")), rv
+
+
+_CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a "
+    "new list without the continue parameter, or use the continue token in this response to retrieve "
+    "the remainder of the results. Continuing with the provided token results in an inconsistent list "
+    "- objects that were created, modified, or deleted between the time the first chunk was returned "
+    "and now may show up in the list."
+)
+
+
+def _list_expired() -> GoneError:
+    message = "The resourceVersion for the provided list is too old."
+    return GoneError(message, status=status_body(410, "Expired", message))
+
+
+def _continue_expired(info: ResourceInfo, namespace: str | None, start: tuple[str, str] | None) -> GoneError:
+    """410 Expired for a token older than the history, with a token (rv -1: the current state)
+    that goes on where the old one stopped."""
+    status = status_body(410, "Expired", _CONTINUE_EXPIRED)
+    if start is not None:
+        status["metadata"] = {"continue": encode_continue(info, namespace, start, -1)}
+    return GoneError(_CONTINUE_EXPIRED, status=status)
 
 
 def _expired(rv: int, oldest: int) -> GoneError:
