@@ -208,9 +208,9 @@ class Cluster:
         )
 
 
-def kubectl(kubeconfig: str, *args: str, stdin: str | None = None, check: bool = True) -> str:
-    """Run the pinned kubectl; answer stdout (fail with stderr when ``check`` and it exits non-zero)."""
-    proc = subprocess.run(
+def kubectl_run(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the pinned kubectl (the venv's, v1.37) with this kubeconfig."""
+    return subprocess.run(
         [bin_path("kubectl"), "--kubeconfig", kubeconfig, *args],
         input=stdin,
         capture_output=True,
@@ -218,6 +218,11 @@ def kubectl(kubeconfig: str, *args: str, stdin: str | None = None, check: bool =
         timeout=120,
         check=False,
     )
+
+
+def kubectl(kubeconfig: str, *args: str, stdin: str | None = None, check: bool = True) -> str:
+    """Run the pinned kubectl; answer stdout (fail with stderr when ``check`` and it exits non-zero)."""
+    proc = kubectl_run(kubeconfig, *args, stdin=stdin)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"kubectl {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}{proc.stdout}"
@@ -484,3 +489,41 @@ class PodRecorder:
 
     def states(self, name: str) -> list[dict[str, Any]]:
         return [pod for _, n, pod in self.seen if n == name]
+
+
+# --- the apiserver's audit log (Metadata level, the agent's ServiceAccount only) ----------
+
+
+def agent_audit_events(path: Any, *, include_kubectl: bool = False) -> list[dict[str, Any]]:
+    """The audit events of the agent's user; without ``include_kubectl``, only the agents' own requests.
+
+    test_cp_rbac.py sends a forbidden request with the agent's token through kubectl, to
+    prove a denial shows up; those requests are told apart by their user agent.
+    """
+    events = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                events.append(json.loads(line))
+    return [
+        e
+        for e in events
+        if (e.get("user") or {}).get("username") == AGENT_USER
+        and (include_kubectl or not str(e.get("userAgent", "")).startswith("kubectl"))
+    ]
+
+
+def denied_by_authorization(e: dict[str, Any]) -> bool:
+    return (e.get("annotations") or {}).get("authorization.k8s.io/decision") == "forbid"
+
+
+def namespace_terminating(e: dict[str, Any]) -> bool:
+    """A 403 of NamespaceLifecycle admission: an Event for a pod whose namespace is being deleted.
+
+    Every kubelet meets these when a namespace goes away under running pods; it is not a
+    permission the role lacks (authorization allowed the request).
+    """
+    status = e.get("responseStatus") or {}
+    causes = (status.get("details") or {}).get("causes") or []
+    return not denied_by_authorization(e) and any(c.get("reason") == "NamespaceTerminating" for c in causes)

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from cpkit import AGENT_NAMESPACE, AGENT_USER, DEPLOY, kubectl
+from cpkit import (
+    AGENT_NAMESPACE,
+    AGENT_USER,
+    DEPLOY,
+    agent_audit_events,
+    denied_by_authorization,
+    kubectl,
+    kubectl_run,
+    wait_until,
+)
 
 pytestmark = pytest.mark.apiserver
 
@@ -109,3 +118,26 @@ def test_the_agent_may_not(
 ) -> None:
     answer = _can_i(control_plane.kubeconfig, verb, resource, namespace)
     assert answer == "no", f"{AGENT_USER} CAN {verb} {resource} in {namespace or 'all namespaces'}: {answer}"
+
+
+def test_a_request_the_role_denies_shows_in_the_audit_log(control_plane, agent_kubeconfig: str) -> None:
+    """The negative control of the session's no-403 check: a denial with the agent's token is caught."""
+    proc = kubectl_run(agent_kubeconfig, "get", "secrets", "-n", "default")
+    assert proc.returncode != 0 and "forbidden" in proc.stderr, (proc.returncode, proc.stdout, proc.stderr)
+
+    def denial() -> list[dict]:
+        return [
+            e
+            for e in agent_audit_events(control_plane.audit_log, include_kubectl=True)
+            if (e.get("objectRef") or {}).get("resource") == "secrets"
+            and (e.get("responseStatus") or {}).get("code") == 403
+            and denied_by_authorization(e)
+        ]
+
+    found = wait_until(denial, timeout=20, what="the denied list of secrets in the audit log")
+    assert found[0]["user"]["username"] == AGENT_USER
+    # The session check reads the agents' own requests only: kubectl's probes are left out.
+    assert not any(
+        e.get("objectRef", {}).get("resource") == "secrets"
+        for e in agent_audit_events(control_plane.audit_log)
+    )

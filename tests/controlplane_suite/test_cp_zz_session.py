@@ -18,7 +18,16 @@ from typing import Any
 
 import pytest
 import yaml
-from cpkit import AGENT_USER, DEPLOY, VIRTUAL_NODE_TAINT, Agents, NodeWatcher
+from cpkit import (
+    AGENT_USER,
+    DEPLOY,
+    VIRTUAL_NODE_TAINT,
+    Agents,
+    NodeWatcher,
+    agent_audit_events,
+    denied_by_authorization,
+    namespace_terminating,
+)
 
 pytestmark = pytest.mark.apiserver
 
@@ -26,16 +35,6 @@ MIN_HEALTHY = 180.0
 
 # Grants the session may not exercise, and why they stay.
 MAY_BE_UNUSED: dict[tuple[str, str, str], str] = {}
-
-
-def _audit_events(path: Any) -> list[dict[str, Any]]:
-    events = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                events.append(json.loads(line))
-    return [e for e in events if (e.get("user") or {}).get("username") == AGENT_USER]
 
 
 def test_stable_node_stayed_ready_with_its_lease_renewed(stable_watch: NodeWatcher) -> None:
@@ -54,23 +53,8 @@ def test_stable_node_stayed_ready_with_its_lease_renewed(stable_watch: NodeWatch
     assert len(stable_watch.renewals) >= MIN_HEALTHY / 15, sorted(stable_watch.renewals)
 
 
-def _denied_by_authorization(e: dict[str, Any]) -> bool:
-    return (e.get("annotations") or {}).get("authorization.k8s.io/decision") == "forbid"
-
-
-def _namespace_terminating(e: dict[str, Any]) -> bool:
-    """A 403 of NamespaceLifecycle admission: an Event for a pod whose namespace is being deleted.
-
-    Every kubelet meets these when a namespace goes away under running pods; it is not a
-    permission the role lacks (authorization allowed the request).
-    """
-    status = e.get("responseStatus") or {}
-    causes = (status.get("details") or {}).get("causes") or []
-    return not _denied_by_authorization(e) and any(c.get("reason") == "NamespaceTerminating" for c in causes)
-
-
 def test_the_agent_was_never_forbidden(control_plane: Any, agents: Agents) -> None:
-    events = _audit_events(control_plane.audit_log)
+    events = agent_audit_events(control_plane.audit_log)
     assert len(events) > 50, f"only {len(events)} audit events for {AGENT_USER}: is the audit log on?"
     allowed = [
         e for e in events if (e.get("annotations") or {}).get("authorization.k8s.io/decision") == "allow"
@@ -79,8 +63,8 @@ def test_the_agent_was_never_forbidden(control_plane: Any, agents: Agents) -> No
     forbidden = [
         {k: e.get(k) for k in ("verb", "requestURI", "objectRef", "responseStatus", "annotations")}
         for e in events
-        if _denied_by_authorization(e)
-        or ((e.get("responseStatus") or {}).get("code") == 403 and not _namespace_terminating(e))
+        if denied_by_authorization(e)
+        or ((e.get("responseStatus") or {}).get("code") == 403 and not namespace_terminating(e))
     ]
     assert not forbidden, f"{len(forbidden)} requests of the agent were forbidden:\n" + "\n".join(
         json.dumps(f) for f in forbidden[:20]
@@ -108,7 +92,7 @@ def _grants() -> set[tuple[str, str, str]]:
 
 def test_every_permission_of_the_role_was_used(control_plane: Any, agents: Agents) -> None:
     used: set[tuple[str, str, str]] = set()
-    for e in _audit_events(control_plane.audit_log):
+    for e in agent_audit_events(control_plane.audit_log):
         ref = e.get("objectRef") or {}
         resource = ref.get("resource", "")
         if ref.get("subresource"):
