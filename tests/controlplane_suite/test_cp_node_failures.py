@@ -18,6 +18,7 @@ from cpkit import (
     Agent,
     Agents,
     Cluster,
+    NodeWatcher,
     PodRecorder,
     agent_supports,
     condition,
@@ -74,6 +75,9 @@ def test_heartbeats_withheld_past_the_grace_period_and_back(
         state=lambda: _pods_state(cluster, ns),
     )
 
+    # The whole-session watcher's check, on this node: it must see what goes wrong here.
+    watcher = NodeWatcher(cluster, FLAKY_NODE, interval=1.0)
+    watcher.start()
     agents.flaky.signal(signal.SIGSTOP)
     paused = time.monotonic()
     try:
@@ -104,8 +108,16 @@ def test_heartbeats_withheld_past_the_grace_period_and_back(
         )
         # Not before the grace period: the controller waited for the heartbeats to be late.
         assert unknown_after >= NODE_MONITOR_GRACE - 12, f"Unknown after only {unknown_after:.1f} s"
+        symptoms = ("Ready=", "taints added", "lease renewed")
+        wait_until(
+            lambda: all(x in "\n".join(watcher.violations) for x in symptoms),
+            timeout=15,
+            what=f"the node watcher to report {symptoms}",
+            state=lambda: watcher.violations[-10:],
+        )
     finally:
         agents.flaky.signal(signal.SIGCONT)
+        watcher.stop()
 
     wait_until(
         lambda: condition_status(cluster.node(FLAKY_NODE), "Ready") == "True",
