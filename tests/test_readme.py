@@ -25,3 +25,14 @@ def test_readme_example_runs_and_prints_what_it_says() -> None:
     promised = re.findall(r"print\(.*\)\s+#\s*(\S+)", example)
     assert promised == ["Running"]
     assert out.getvalue().split() == promised
+
+
+def test_readme_provider_example_runs() -> None:
+    blocks = _python_blocks()
+    example = next(b for b in blocks if "class InstantProvider" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(example, str(README), "exec"), {"__name__": "readme_provider"})
+    promised = re.findall(r"print\(.*\)\s+#\s*(\S+)", example)
+    assert promised == ["Running"]
+    assert out.getvalue().split() == promised

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
 import pytest
+from rich.console import Console
 
 from podstatus import cli
-from podstatus.simulator import Invariant, InvariantChecker, SimulationResult
+from podstatus.clients.fake import FakeNodeClient
+from podstatus.errors import ConnectionFailedError, InternalServerError, ServiceUnavailableError
+from podstatus.simulator import Invariant, InvariantChecker, Simulation, SimulationResult, Timings
 from podstatus.types import Pod
 from podstatus.workloads import MIX, builtin_mix, load_pod_files
 
@@ -139,3 +143,155 @@ def test_pod_files_are_loaded_and_checked(tmp_path: Any) -> None:
     bad.write_text("kind: Pod\nmetadata: {}\nspec: {containers: [{name: c}]}\n")
     with pytest.raises(ValueError, match=r"metadata\.name"):
         load_pod_files([bad])
+
+
+# --- the world the run made: lost pods, failed creates, the summary -----------------------
+
+
+def _result(**kwargs: Any) -> SimulationResult:
+    base: dict[str, Any] = {
+        "pods_created": 3,
+        "phases": {"Running": 3},
+        "deleted": 0,
+        "requests": {"get": 7, "patch": 5, "create": 3},
+        "status_changes": 4,
+        "latencies": [0.001],
+        "invariants": [Invariant("no terminal phase undone on the server", checked=10)],
+        "elapsed": 1.0,
+        "settled": True,
+        "watch_errors": 0,
+    }
+    return SimulationResult(**{**base, **kwargs})
+
+
+def _text(result: SimulationResult, node: str = "edge-7") -> str:
+    console = Console(record=True, width=140)
+    console.print(cli.render_summary(result, node, "fast path", 140))
+    return console.export_text()
+
+
+def test_the_summary_title_names_the_node() -> None:
+    text = _text(_result())
+    # It used to print get+patch requests (12) where the node's name belongs.
+    assert "podstatus simulate: node edge-7, fast path" in text
+    assert "node 12" not in text
+
+
+def test_lost_and_never_created_pods_fail_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    clean = _result()
+    assert clean.ok and clean.failures() == []
+    lost = _result(lost=["default/web-00001", "default/web-00002"])
+    missing = _result(not_created=["default/job-00001: boom (after 10 attempts)"])
+    unknown = _result(final_state_known=False)
+    for bad in (lost, missing, unknown):
+        assert bad.invariants_ok and not bad.ok
+    assert lost.failures() == ["2 pods lost (gone from the server without being deleted)"]
+    assert missing.failures() == ["1 pods never created"]
+    text = _text(lost)
+    assert re.search(r"lost \(gone, not deleted\)\s*│\s*2", text) and "default/web-00001" in text
+
+    current: list[SimulationResult] = [lost]
+
+    class FakeSimulation:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.on_progress = None
+
+        def run(self) -> SimulationResult:
+            return current[0]
+
+    monkeypatch.setattr("podstatus.simulator.Simulation", FakeSimulation)
+    args = ["simulate", "--pods", "1", "--in-process", "--no-progress"]
+    for bad in (lost, missing, unknown):
+        current[0] = bad
+        assert cli.main(args) == 1
+    current[0] = _result(create_retries=4, node_registrations=2)
+    assert cli.main(args) == 0
+
+
+class _AnswerLost:
+    """Wraps a client: chosen creates are applied, but their answer never arrives."""
+
+    def __init__(self, inner: FakeNodeClient, names: set[str]) -> None:
+        self._inner = inner
+        self._names = names
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def create_pod(self, pod: Any, namespace: str | None = None) -> Pod:
+        created: Pod = self._inner.create_pod(pod, namespace)
+        if created.name in self._names:
+            self._names.discard(created.name)
+            raise ConnectionFailedError("connection reset by peer")
+        return created
+
+
+def _sim(client: Any, manifests: list[dict[str, Any]], **kwargs: Any) -> Simulation:
+    return Simulation(
+        client,
+        manifests,
+        duration=8.0,
+        delete_fraction=0.0,
+        recreate=0,
+        timings=FAST,
+        manager_options={"fast_path": True},
+        create_backoff=0.01,
+        **kwargs,
+    )
+
+
+FAST = Timings(
+    image_pull=(0.05, 0.1), init_run=(0.05, 0.1), startup=(0.05, 0.1), readiness=(0.05, 0.1),
+    job_run=(0.1, 0.2), crash_run=(0.1, 0.2), crash_backoff=0.1, crash_backoff_max=0.2,
+    stop=(0.05, 0.1), gate=(0.05, 0.1),
+)  # fmt: skip
+
+
+def test_transient_create_failures_are_retried_and_a_landed_create_is_adopted() -> None:
+    manifests = [m for m in builtin_mix(6, seed=3) if not m["spec"].get("readinessGates")][:3]
+    names = [m["metadata"]["name"] for m in manifests]
+    fake = FakeNodeClient()
+    failing = {"count": 0}
+
+    def flaky(verb: str, namespace: str | None, name: str) -> None:
+        # The first pod's create fails three times (server busy), then goes through.
+        if verb == "create" and name == names[0] and failing["count"] < 3:
+            failing["count"] += 1
+            raise ServiceUnavailableError("the server is currently unable to handle the request")
+
+    fake.before_request(flaky)
+    sim = _sim(_AnswerLost(fake, {names[1]}), manifests)
+    result = sim.run()
+    assert result.not_created == [] and result.lost == [], result.failures()
+    assert result.pods_created == 3 and result.ok
+    assert result.create_retries == 3 + 1 and result.creates_adopted == 1
+    pods, _ = fake.list_pods()
+    assert sorted(p.name for p in pods) == sorted(names)  # each once: the adopted one was not made twice
+
+
+def test_a_create_the_server_refuses_is_not_retried_and_fails_the_run() -> None:
+    manifests = builtin_mix(2, seed=3)
+    bad = msgspec.json.decode(msgspec.json.encode(manifests[0]))
+    bad["spec"]["containers"][0]["image"] = ""  # refused: 422, retrying cannot help
+    fake = FakeNodeClient()
+    result = _sim(fake, [bad, manifests[1]], create_attempts=5).run()
+    assert result.create_retries == 0
+    assert len(result.not_created) == 1 and bad["metadata"]["name"] in result.not_created[0]
+    assert "after 1 attempts" in result.not_created[0]
+    assert not result.ok
+
+
+def test_retries_are_bounded() -> None:
+    manifests = builtin_mix(1, seed=3)
+    fake = FakeNodeClient()
+    fake.before_request(
+        lambda verb, ns, name: (
+            (_ for _ in ()).throw(InternalServerError("etcd down"))
+            if verb == "create" and name == manifests[0]["metadata"]["name"]
+            else None
+        )
+    )
+    result = _sim(fake, manifests, create_attempts=4).run()
+    assert result.create_retries == 3
+    assert result.not_created and "after 4 attempts" in result.not_created[0]
+    assert not result.ok

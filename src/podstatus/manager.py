@@ -39,7 +39,9 @@ from .conditions import (
 from .errors import ApiError, ConflictError, InvalidObjectError, NotFoundError
 from .podmanager import is_mirror_pod, is_static_pod
 from .statusutil import (
+    ValuePool,
     check_container_state_transition,
+    compact_status,
     find_container_status,
     get_condition,
     is_pod_status_by_kubelet_equal,
@@ -48,6 +50,7 @@ from .statusutil import (
     normalize_time,
     now_seconds,
     replace_or_append_condition,
+    share_equal_parts,
     terminated_status,
     update_last_transition_times,
     validate_status,
@@ -134,7 +137,7 @@ class ManagerOptions:
         return opts
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     """A cached status: the kubelet's versionedPodStatus."""
 
@@ -195,6 +198,9 @@ class Manager:
         self._opts = options
         self._lock = threading.RLock()
         self._statuses: dict[str, _Entry] = {}
+        self._pool = ValuePool()
+        self._now_second = 0
+        self._now_value = now_seconds()
         # (mirror) pod UID -> last version known to be on the API server.
         self._api_versions: dict[str, int] = {}
         self._sync_state: dict[str, _PodSyncState] = {}
@@ -418,32 +424,36 @@ class Manager:
 
     def _update_status(self, pod: Pod, status: PodStatus, force: bool, *, pod_is_finished: bool) -> bool:
         uid = pod.uid
-        key = pod.key()
         entry = self._statuses.get(uid)
         if entry is not None and not force and (status is entry.status or status == entry.status):
             # Equal to what we hold (which is valid and normal): nothing can differ.
-            _log(logging.DEBUG, "Ignoring same status for pod", **_fields(key, uid, entry.version))
+            if log.isEnabledFor(logging.DEBUG):
+                _log(logging.DEBUG, "Ignoring same status for pod", **_fields(pod.key(), uid, entry.version))
             return False
         # Parts shared with the cached status (built with replace) were checked and normalised then.
         known = entry.status if entry is not None else None
+        if known is not None:
+            # A status rebuilt from scratch: take the cached parts it equals (valid and normal).
+            status = share_equal_parts(status, known)
         validate_status(status, known)
-        if entry is not None:
-            old = entry.status
+        if known is not None:
+            old = known
         else:
             mirror = self._pods.get_mirror_pod_by_pod(pod) if is_static_pod(pod) else None
             old = mirror.status if mirror is not None else pod.status
-        status = normalize_status(pod.spec, status, known)
+        spec = pod.spec
+        status = normalize_status(spec, status, known)
 
-        problem = check_container_state_transition(old, status, pod.spec)
+        problem = check_container_state_transition(old, status, spec)
         if problem is not None:
-            _log(logging.ERROR, "Status update on pod aborted: " + problem, **_fields(key, uid))
+            _log(logging.ERROR, "Status update on pod aborted: " + problem, **_fields(pod.key(), uid))
             return False
 
         if is_terminal_phase(old.phase) and not is_terminal_phase(status.phase):
             _log(
                 logging.ERROR,
                 "Refusing to move pod out of a terminal phase",
-                **_fields(key, uid, oldPhase=old.phase, newPhase=status.phase),
+                **_fields(pod.key(), uid, oldPhase=old.phase, newPhase=status.phase),
             )
             status = status.replace(phase=old.phase, reason=old.reason, message=old.message)
 
@@ -460,30 +470,45 @@ class Manager:
         # The old start time and "now" are normal already; a new one was normalised above.
 
         if entry is not None and not force and is_pod_status_by_kubelet_equal(entry.status, status):
-            _log(logging.DEBUG, "Ignoring same status for pod", **_fields(key, uid, entry.version))
+            if log.isEnabledFor(logging.DEBUG):
+                _log(logging.DEBUG, "Ignoring same status for pod", **_fields(pod.key(), uid, entry.version))
             return False
 
-        version = entry.version + 1 if entry is not None else 1
-        changed_at = (
-            entry.changed_at if entry is not None and entry.changed_at is not None else time.monotonic()
-        )
-        urgent = (entry.urgent if entry is not None else False) or _is_urgent(old, status)
+        if entry is not None:
+            version = entry.version + 1
+            changed_at = entry.changed_at if entry.changed_at is not None else time.monotonic()
+            urgent = entry.urgent or _is_urgent(old, status)
+            pod_is_finished = pod_is_finished or entry.pod_is_finished
+        else:
+            version = 1
+            changed_at = time.monotonic()
+            urgent = _is_urgent(old, status)
+        # Held once, whatever many cached statuses have in common (SPEC 2.1: equal values, read-only).
+        status = compact_status(status, known, self._pool)
         self._statuses[uid] = _Entry(
             version=version,
             namespace=pod.namespace,
             name=pod.name,
             status=status,
             changed_at=changed_at,
-            pod_is_finished=pod_is_finished or (entry.pod_is_finished if entry is not None else False),
+            pod_is_finished=pod_is_finished,
             urgent=urgent,
         )
-        _log(logging.DEBUG, "Pod status accepted", **_fields(key, uid, version, phase=status.phase))
+        if log.isEnabledFor(logging.DEBUG):
+            _log(logging.DEBUG, "Pod status accepted", **_fields(pod.key(), uid, version, phase=status.phase))
         self._notify(uid)
         return True
 
     def _now(self) -> datetime:
         # Times the manager sets are normal too: whole seconds, UTC.
-        now = normalize_time(self._opts.clock())
+        clock = self._opts.clock
+        if clock is now_seconds:
+            # The default clock: one datetime per second of wall time is enough.
+            second = int(time.time())
+            if second != self._now_second:
+                self._now_second, self._now_value = second, now_seconds()
+            return self._now_value
+        now = normalize_time(clock())
         assert now is not None
         return now
 

@@ -1,10 +1,10 @@
 """The simulated node: a node agent whose containers are make-believe, and whose status is real.
 
-:class:`NodeAgent` registers a Node, lists and watches the pods bound to it,
-drives every pod's containers through a realistic lifecycle (image pull,
-init containers in order, sidecars, start-up and readiness, completion,
-crash loops with back-off, termination on delete), and reports each step
-through the status manager, exactly as a kubelet-like agent would.
+:class:`NodeAgent` is :class:`podstatus.node.NodeAgent` (the Node, its Lease,
+the pod watch, admission, the status manager, Events) driving a
+:class:`~podstatus.node.simulated.SimulatedProvider` (image pull, init
+containers in order, sidecars, start-up and readiness, completion, crash
+loops with back-off, termination on delete).
 
 :class:`Simulation` plays the users around it: it creates the workloads,
 sets readiness gates as an outside controller would, deletes some pods and
@@ -14,13 +14,10 @@ checks invariants on every write and on every watch event.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import random
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,32 +26,37 @@ from typing import Any, Protocol
 
 import msgspec
 
-from .conditions import (
-    POD_READY_TO_START_CONTAINERS,
-    POD_SCHEDULED,
-    generate_containers_ready_condition,
-    generate_pod_initialized_condition,
-    generate_pod_ready_condition,
-    is_kubelet_owned,
-    is_terminal_phase,
+from . import node
+from .conditions import is_terminal_phase
+from .errors import (
+    ApiError,
+    ConflictError,
+    ConnectionFailedError,
+    NotFoundError,
+    RequestTimeoutError,
+    ServerError,
+    TooManyRequestsError,
 )
-from .errors import ApiError, GoneError
-from .manager import Manager, SyncRecord, new_manager
+from .manager import Manager, SyncRecord
+from .node.heartbeat import node_system_info
+from .node.provider import NodeDescription
+from .node.simulated import SimContainer, SimPod, SimulatedProvider, Timings
 from .podmanager import BasicPodManager
-from .qos import compute_pod_qos
 from .statusutil import check_container_state_transition
-from .types import (
-    ContainerState,
-    ContainerStateRunning,
-    ContainerStateTerminated,
-    ContainerStateWaiting,
-    ContainerStatus,
-    Pod,
-    PodCondition,
-    PodIP,
-    PodStatus,
-)
-from .workloads import behaviour_of
+from .types import Pod
+
+__all__ = [
+    "CheckedClient",
+    "Invariant",
+    "InvariantChecker",
+    "NodeAgent",
+    "SimContainer",
+    "SimPod",
+    "Simulation",
+    "SimulationResult",
+    "Timings",
+    "node_system_info",
+]
 
 log = logging.getLogger(__name__)
 
@@ -83,149 +85,22 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
-# --- timings -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Timings:
-    """How long simulated things take, in seconds (each drawn uniformly from its range)."""
-
-    image_pull: tuple[float, float] = (0.2, 1.2)
-    init_run: tuple[float, float] = (0.2, 0.8)
-    startup: tuple[float, float] = (0.1, 0.6)
-    readiness: tuple[float, float] = (0.2, 1.5)
-    job_run: tuple[float, float] = (2.0, 8.0)
-    crash_run: tuple[float, float] = (0.3, 1.5)
-    crash_backoff: float = 0.5
-    crash_backoff_max: float = 4.0
-    stop: tuple[float, float] = (0.1, 0.8)
-    gate: tuple[float, float] = (0.2, 1.0)
-
-
-# --- simulated containers ---------------------------------------------------------
-
-
-@dataclass
-class SimContainer:
-    name: str
-    image: str
-    init: bool = False
-    sidecar: bool = False
-    state: str = "waiting"  # waiting | running | terminated
-    reason: str = "ContainerCreating"
-    started: bool | None = None
-    ready: bool = False
-    restart_count: int = 0
-    exit_code: int = 0
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    last_terminated: ContainerStateTerminated | None = None
-    container_id: str = ""
-    backoff: float = 0.0
-
-    def status(self) -> ContainerStatus:
-        if self.state == "running":
-            state = ContainerState(running=ContainerStateRunning(started_at=self.started_at))
-        elif self.state == "terminated":
-            state = ContainerState(
-                terminated=ContainerStateTerminated(
-                    exit_code=self.exit_code,
-                    reason="Completed" if self.exit_code == 0 else "Error",
-                    started_at=self.started_at,
-                    finished_at=self.finished_at,
-                    container_id=self.container_id or None,
-                )
-            )
-        else:
-            state = ContainerState(waiting=ContainerStateWaiting(reason=self.reason))
-        return ContainerStatus(
-            name=self.name,
-            state=state,
-            last_state=ContainerState(terminated=self.last_terminated)
-            if self.last_terminated
-            else ContainerState(),
-            ready=self.ready,
-            restart_count=self.restart_count,
-            image=self.image,
-            image_id=f"{self.image.split(':')[0]}@sha256:{abs(hash(self.image)):064x}"[:200]
-            if self.state != "waiting" or self.restart_count
-            else "",
-            container_id=self.container_id or None,
-            started=self.started,
-        )
-
-
-@dataclass
-class SimPod:
-    pod: Pod
-    behaviour: str
-    inits: list[SimContainer]
-    containers: list[SimContainer]
-    sandbox_ready: bool = False
-    init_index: int = 0
-    deleting: bool = False
-    stopped: bool = False  # every container has stopped after a delete
-    done: bool = False  # the agent has nothing more to do for it
-    pod_ip: str = ""
-    qos_class: str = "BestEffort"  # the pod's own (immutable once the API server set it)
-    generation: int = 0  # bumps on every change: stale timer events are dropped
-
-    @property
-    def uid(self) -> str:
-        return self.pod.uid
-
-    def all_containers(self) -> list[SimContainer]:
-        return [*self.inits, *self.containers]
-
-    def any_running(self) -> bool:
-        return any(c.state == "running" for c in self.all_containers())
-
-
 # --- the node agent ----------------------------------------------------------------
 
-
-def node_system_info(node_name: str) -> dict[str, str]:
-    """``status.nodeInfo`` with every field NodeSystemInfo requires (clients refuse a Node without them).
-
-    The IDs are stable per node name (a restarted agent reports the same machine) and
-    in the forms a kubelet reports: a 32-hex machine ID, UUIDs for the system and boot.
-    """
-    machine = uuid.uuid5(uuid.NAMESPACE_DNS, f"{node_name}.nodes.podstatus")
-    return {
-        "machineID": machine.hex,
-        "systemUUID": str(uuid.uuid5(machine, "system")),
-        "bootID": str(uuid.uuid5(machine, "boot")),
-        "kernelVersion": "6.1.0-podstatus",
-        "osImage": "podstatus simulated node",
-        "containerRuntimeVersion": "podstatus://0.1.0",
-        "kubeletVersion": "v1.37.0-podstatus",
-        "kubeProxyVersion": "",
-        "operatingSystem": "linux",
-        "architecture": "amd64",
-    }
-
-
-class _Safety:
-    """Pod deletion safety from the simulated containers: reclaimed once they have all stopped."""
-
-    def __init__(self, agent: NodeAgent) -> None:
-        self._agent = agent
-
-    def pod_resources_are_reclaimed(self, pod: Pod, status: PodStatus) -> bool:
-        sim = self._agent.sim_pod(pod.uid)
-        if sim is None:
-            return True
-        # Stopped in the simulation, and the status being written says so too.
-        every = (*(status.init_container_statuses or ()), *(status.container_statuses or ()))
-        return not sim.any_running() and not any(cs.state.running is not None for cs in every)
-
-    def pod_could_have_running_containers(self, pod: Pod) -> bool:
-        sim = self._agent.sim_pod(pod.uid)
-        return sim is not None and sim.any_running()
+# A node for the benchmark: room for any number of pods, so admission never gets in the way.
+SIMULATED_NODE = NodeDescription(
+    capacity={"cpu": "64", "memory": "256Gi", "pods": "10000"},
+    labels={"type": "podstatus-simulated"},
+)
 
 
 class NodeAgent:
-    """A kubelet-like agent for one node, with simulated containers and the real status manager."""
+    """The simulated node: a :class:`podstatus.node.NodeAgent` driving a :class:`SimulatedProvider`.
+
+    The agent does what a kubelet-like agent does (the Node and its Lease, the pod
+    watch, admission, the status manager, Events); the provider plays the
+    containers. ``manager_options`` default to the kubelet's behaviour, as before.
+    """
 
     def __init__(
         self,
@@ -237,410 +112,73 @@ class NodeAgent:
         manager_options: dict[str, Any] | None = None,
         on_sync: Callable[[SyncRecord], None] | None = None,
         on_event: Callable[[str, Pod], None] | None = None,
+        **agent_options: Any,
     ) -> None:
         self.client = client
         self.node_name = node_name
         self.timings = timings or Timings()
-        self.rng = random.Random(seed)
-        self.pods = BasicPodManager()
-        self._sims: dict[str, SimPod] = {}
-        self._lock = threading.RLock()
-        self._timers: list[tuple[float, int, str, int, Callable[..., None], tuple[Any, ...]]] = []
-        self._timer_seq = itertools.count()
-        self._timer_wake = threading.Condition(self._lock)
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self.provider = SimulatedProvider(timings=self.timings, seed=seed, description=SIMULATED_NODE)
         self._on_event = on_event
-        self._ip_counter = itertools.count(2)
-        self.events_seen = 0
-        self.deleted_uids: set[str] = set()
-        options = dict(manager_options or {})
-        if on_sync is not None:
-            options["on_sync"] = on_sync
-        self.manager: Manager = new_manager(client, self.pods, _Safety(self), **options)
-        self.watch_errors = 0
+        self.agent = node.NodeAgent(
+            client,
+            self.provider,
+            node_name,
+            manager_options=dict(manager_options or {}),
+            on_sync=on_sync,
+            on_watch_event=self._watched,
+            **agent_options,
+        )
 
-    # -- lifecycle ------------------------------------------------------------------
-
-    def register_node(self) -> None:
-        node = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": self.node_name,
-                "labels": {"kubernetes.io/hostname": self.node_name, "type": "podstatus-simulated"},
-            },
-            "spec": {},
-            "status": {
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "True",
-                        "reason": "KubeletReady",
-                        "message": "podstatus simulated node is posting ready status",
-                        "lastHeartbeatTime": _now().isoformat().replace("+00:00", "Z"),
-                        "lastTransitionTime": _now().isoformat().replace("+00:00", "Z"),
-                    }
-                ],
-                "capacity": {"cpu": "64", "memory": "256Gi", "pods": "10000"},
-                "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "10000"},
-                "nodeInfo": node_system_info(self.node_name),
-                "addresses": [{"type": "InternalIP", "address": "10.20.0.1"}],
-            },
-        }
-        try:
-            self.client.create_node(node)
-        except ApiError as err:
-            if err.code != 409:  # already registered: fine
-                raise
-
-    def start(self) -> None:
-        self._stop.clear()
-        self.manager.start()
-        for target, name in (
-            (self._watch_loop, "podstatus-sim-watch"),
-            (self._timer_loop, "podstatus-sim-timers"),
-        ):
-            t = threading.Thread(target=target, name=name, daemon=True)
-            t.start()
-            self._threads.append(t)
-
-    def stop(self) -> None:
-        self._stop.set()
-        with self._timer_wake:
-            self._timer_wake.notify_all()
-        for t in self._threads:
-            t.join(5)
-        self._threads.clear()
-        self.manager.stop(timeout=5)
-
-    def sim_pod(self, uid: str) -> SimPod | None:
-        # No lock: the status manager asks (through the deletion safety provider) while holding
-        # its own lock, and this agent holds its lock while calling the manager. A dict read is atomic.
-        return self._sims.get(uid)
-
-    def sims(self) -> list[SimPod]:
-        with self._lock:
-            return list(self._sims.values())
-
-    # -- watching the API -----------------------------------------------------------
-
-    def _watch_loop(self) -> None:
-        selector = f"spec.nodeName={self.node_name}"
-        resource_version: str | None = None
-        delay = 0.2
-        while not self._stop.is_set():
-            try:
-                if resource_version is None:
-                    pods, resource_version = self.client.list_pods(field_selector=selector)
-                    seen = set()
-                    for pod in pods:
-                        seen.add(pod.uid)
-                        self.handle_event("ADDED", pod)
-                    with self._lock:
-                        gone = [s.pod for uid, s in self._sims.items() if uid not in seen]
-                    for pod in gone:
-                        self.handle_event("DELETED", pod)
-                for kind, pod in self.client.watch_pods(
-                    field_selector=selector,
-                    resource_version=resource_version,
-                    timeout_seconds=30,
-                    stop_event=self._stop,
-                ):
-                    if self._stop.is_set():
-                        return
-                    if kind == "BOOKMARK" or kind == "ERROR":
-                        resource_version = pod.metadata.resource_version or resource_version
-                        continue
-                    resource_version = pod.metadata.resource_version or resource_version
-                    self.handle_event(kind, pod)
-                delay = 0.2
-            except GoneError:
-                resource_version = None  # too old: list again
-            except ApiError as err:
-                self.watch_errors += 1
-                log.warning("watch failed, retrying in %.1fs: %s", delay, err)
-                self._stop.wait(delay)
-                delay = min(delay * 2, 5.0)
-                resource_version = None
-            except Exception:
-                self.watch_errors += 1
-                log.exception("watch loop error")
-                self._stop.wait(delay)
-                resource_version = None
-
-    def handle_event(self, kind: str, pod: Pod) -> None:
-        self.events_seen += 1
+    def _watched(self, kind: str, pod: Pod) -> None:
+        if kind != "DELETED":
+            self.provider.observe(pod)
         if self._on_event is not None:
             self._on_event(kind, pod)
-        if pod.spec.node_name != self.node_name:
-            return
-        with self._lock:
-            if kind == "DELETED":
-                self.pods.remove_pod(pod)
-                sim = self._sims.pop(pod.uid, None)
-                if sim is not None:
-                    sim.done = True
-                    sim.generation += 1
-                self.deleted_uids.add(pod.uid)
-                self.manager.remove_orphaned_statuses({p.uid for p in self.pods.get_pods()})
-                return
-            sim = self._sims.get(pod.uid)
-            if sim is None:
-                if pod.uid in self.deleted_uids or is_terminal_phase(pod.status.phase):
-                    self.pods.update_pod(pod)
-                    return
-                self.pods.add_pod(pod)
-                sim = self._new_sim(pod)
-                self._sims[pod.uid] = sim
-                self._publish(sim)
-                self._after(sim, self.timings.image_pull, self._sandbox_ready)
-                return
-            self.pods.update_pod(pod)
-            gates_before = self._gate_conditions(sim.pod)
-            sim.pod = pod
-            if pod.metadata.deletion_timestamp is not None and not sim.deleting:
-                sim.deleting = True
-                sim.generation += 1  # cancel pending lifecycle steps
-                self._after(sim, self.timings.stop, self._stop_containers)
-            elif self._gate_conditions(pod) != gates_before and not sim.deleting:
-                self._publish(sim)  # a readiness gate moved: Ready must follow
 
-    @staticmethod
-    def _gate_conditions(pod: Pod) -> tuple[tuple[str, str], ...]:
-        gates = {g.condition_type for g in pod.spec.readiness_gates or ()}
-        return tuple((c.type, c.status) for c in pod.status.conditions or () if c.type in gates)
+    @property
+    def manager(self) -> Manager:
+        return self.agent.manager
 
-    def _new_sim(self, pod: Pod) -> SimPod:
-        inits = [
-            SimContainer(
-                name=c.name,
-                image=c.image or "",
-                init=True,
-                sidecar=c.restart_policy == "Always",
-                reason="PodInitializing",
-            )
-            for c in pod.spec.init_containers or ()
-        ]
-        containers = [
-            SimContainer(
-                name=c.name, image=c.image or "", reason="PodInitializing" if inits else "ContainerCreating"
-            )
-            for c in pod.spec.containers
-        ]
-        n = next(self._ip_counter)
-        return SimPod(
-            pod=pod,
-            behaviour=behaviour_of(pod.metadata.annotations, pod.spec.restart_policy),
-            inits=inits,
-            containers=containers,
-            pod_ip=f"10.244.{(n // 250) % 250}.{n % 250 + 1}",
-            qos_class=pod.status.qos_class or compute_pod_qos(pod.spec.to_dict()),
-        )
+    @manager.setter
+    def manager(self, value: Manager) -> None:
+        self.agent.manager = value
 
-    # -- timers ------------------------------------------------------------------------
+    @property
+    def pods(self) -> BasicPodManager:
+        return self.agent.pods
 
-    def _after(
-        self, sim: SimPod, delay: tuple[float, float] | float, action: Callable[..., None], *args: Any
-    ) -> None:
-        seconds = delay if isinstance(delay, float | int) else self.rng.uniform(*delay)
-        with self._timer_wake:
-            heapq.heappush(
-                self._timers,
-                (time.monotonic() + seconds, next(self._timer_seq), sim.uid, sim.generation, action, args),
-            )
-            self._timer_wake.notify()
+    @property
+    def deleted_uids(self) -> set[str]:
+        return self.agent.deleted_uids
 
-    def _timer_loop(self) -> None:
-        while not self._stop.is_set():
-            with self._timer_wake:
-                while not self._stop.is_set():
-                    if self._timers and self._timers[0][0] <= time.monotonic():
-                        break
-                    timeout = self._timers[0][0] - time.monotonic() if self._timers else 1.0
-                    self._timer_wake.wait(max(0.0, min(timeout, 1.0)))
-                if self._stop.is_set():
-                    return
-                _, _, uid, generation, action, args = heapq.heappop(self._timers)
-                sim = self._sims.get(uid)
-                if sim is None or sim.generation != generation or sim.done:
-                    continue
-                try:
-                    action(sim, *args)
-                except Exception:
-                    log.exception("simulated lifecycle step failed pod=%s podUID=%s", sim.pod.key(), uid)
+    @property
+    def watch_errors(self) -> int:
+        return self.agent.watch_errors
 
-    # -- the lifecycle ---------------------------------------------------------------
+    @property
+    def events_seen(self) -> int:
+        return self.agent.watch_events
 
-    def _cid(self, sim: SimPod, c: SimContainer) -> str:
-        return f"containerd://{sim.uid.replace('-', '')[:24]}{c.name[:8].encode().hex()}{c.restart_count:04d}"
+    def register_node(self) -> None:
+        """Register the Node now (again, when it vanished); before :meth:`start`, nothing to do.
 
-    def _start(self, sim: SimPod, c: SimContainer) -> None:
-        c.state = "running"
-        c.started_at = _now()
-        c.container_id = self._cid(sim, c)
-        c.ready = False
-        c.started = False
+        :meth:`start` registers (or adopts) the Node itself, after checking its Lease. The
+        agent also registers a vanished Node again on its own, at its next status post.
+        """
+        if self.agent._started:
+            self.agent.register_node()
 
-    def _terminate(self, c: SimContainer, exit_code: int) -> None:
-        c.state = "terminated"
-        c.exit_code = exit_code
-        c.finished_at = _now()
-        c.ready = False
-        c.started = False
+    def start(self) -> None:
+        self.agent.start()
 
-    def _sandbox_ready(self, sim: SimPod) -> None:
-        sim.sandbox_ready = True
-        self._next_init_or_main(sim)
+    def stop(self) -> None:
+        self.agent.stop()
 
-    def _next_init_or_main(self, sim: SimPod) -> None:
-        if sim.init_index < len(sim.inits):
-            c = sim.inits[sim.init_index]
-            self._start(sim, c)
-            self._publish(sim)
-            if c.sidecar:
-                self._after(sim, self.timings.startup, self._sidecar_started, c)
-            else:
-                self._after(sim, self.timings.init_run, self._init_done, c)
-            return
-        for c in sim.containers:
-            self._start(sim, c)
-        self._publish(sim)
-        for c in sim.containers:
-            self._after(sim, self.timings.startup, self._container_started, c)
+    def sim_pod(self, uid: str) -> SimPod | None:
+        return self.provider.sim_pod(uid)
 
-    def _init_done(self, sim: SimPod, c: SimContainer) -> None:
-        self._terminate(c, 0)
-        c.ready = True  # a completed init container reports ready
-        sim.init_index += 1
-        self._publish(sim)
-        self._next_init_or_main(sim)
-
-    def _sidecar_started(self, sim: SimPod, c: SimContainer) -> None:
-        self.manager.set_container_startup(sim.uid, c.container_id, True)
-        c.started = True
-        self._after(sim, self.timings.readiness, self._became_ready, c)
-        sim.init_index += 1
-        self._next_init_or_main(sim)
-
-    def _container_started(self, sim: SimPod, c: SimContainer) -> None:
-        if c.state != "running":
-            return
-        c.started = True
-        self.manager.set_container_startup(sim.uid, c.container_id, True)
-        self._after(sim, self.timings.readiness, self._became_ready, c)
-        if sim.behaviour == "complete":
-            self._after(sim, self.timings.job_run, self._exit, c, 0)
-        elif sim.behaviour == "fail":
-            self._after(sim, self.timings.job_run, self._exit, c, 1)
-        elif sim.behaviour == "crash":
-            self._after(sim, self.timings.crash_run, self._exit, c, 1)
-
-    def _became_ready(self, sim: SimPod, c: SimContainer) -> None:
-        if c.state != "running" or c.ready:
-            return
-        c.ready = True
-        # The readiness prober's path: one container flips, the manager derives Ready.
-        self.manager.set_container_readiness(sim.uid, c.container_id, True)
-
-    def _exit(self, sim: SimPod, c: SimContainer, exit_code: int) -> None:
-        if c.state != "running":
-            return
-        self._terminate(c, exit_code)
-        policy = sim.pod.spec.restart_policy or "Always"
-        restarts = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
-        if restarts:
-            c.last_terminated = ContainerStateTerminated(
-                exit_code=exit_code,
-                reason="Error" if exit_code else "Completed",
-                started_at=c.started_at,
-                finished_at=c.finished_at,
-                container_id=c.container_id,
-            )
-            c.restart_count += 1
-            c.state = "waiting"
-            c.reason = "CrashLoopBackOff"
-            c.backoff = min(self.timings.crash_backoff_max, max(self.timings.crash_backoff, c.backoff * 2))
-            self._publish(sim)
-            self._after(sim, c.backoff, self._restart, c)
-            return
-        if all(x.state == "terminated" for x in sim.containers):
-            # The job is over: sidecars are stopped, the pod is finished.
-            for s in sim.inits:
-                if s.sidecar and s.state == "running":
-                    self._terminate(s, 0)
-        self._publish(sim)
-
-    def _restart(self, sim: SimPod, c: SimContainer) -> None:
-        self._start(sim, c)
-        self._publish(sim)
-        self._after(sim, self.timings.startup, self._container_started, c)
-
-    def _stop_containers(self, sim: SimPod) -> None:
-        """The pod was deleted: stop everything, report, and let the manager finish the handshake."""
-        for c in sim.all_containers():
-            if c.state == "running":
-                self._terminate(c, 0 if sim.behaviour != "crash" else 137)
-        sim.stopped = True
-        self._publish(sim)
-        self.manager.terminate_pod(sim.pod)
-
-    # -- status --------------------------------------------------------------------------
-
-    def _phase(self, sim: SimPod) -> str:
-        policy = sim.pod.spec.restart_policy or "Always"
-        inits_done = all(
-            (c.state == "terminated" and c.exit_code == 0) or (c.sidecar and c.started) for c in sim.inits
-        )
-        if not sim.sandbox_ready or not inits_done:
-            return "Pending"
-        states = [c.state for c in sim.containers]
-        if all(s == "waiting" for s in states) and not any(c.restart_count for c in sim.containers):
-            return "Pending"
-        if any(s == "running" for s in states) or any(s == "waiting" for s in states):
-            return "Running"
-        codes = [c.exit_code for c in sim.containers]
-        if policy == "Always" and not sim.deleting:
-            return "Running"
-        if all(code == 0 for code in codes):
-            return "Succeeded"
-        if policy == "OnFailure" and not sim.deleting:
-            return "Running"
-        return "Failed"
-
-    def build_status(self, sim: SimPod) -> PodStatus:
-        pod = sim.pod
-        phase = self._phase(sim)
-        init_statuses = [c.status() for c in sim.inits] or None
-        statuses = [c.status() for c in sim.containers]
-        every = [*(init_statuses or ()), *statuses]
-        # Conditions the kubelet does not own (readiness gates set by others) are kept.
-        conditions: list[PodCondition] = [
-            c for c in pod.status.conditions or () if not is_kubelet_owned(c.type)
-        ]
-        conditions.append(PodCondition(type=POD_SCHEDULED, status="True"))
-        conditions.append(
-            PodCondition(
-                type=POD_READY_TO_START_CONTAINERS,
-                status="True" if sim.sandbox_ready and not sim.stopped else "False",
-            )
-        )
-        conditions.append(generate_pod_initialized_condition(pod.spec, every, phase))
-        conditions.append(generate_containers_ready_condition(pod.spec, every, phase))
-        conditions.append(generate_pod_ready_condition(pod.spec, conditions, every, phase))
-        return PodStatus(
-            phase=phase,
-            conditions=tuple(conditions),
-            host_ip="10.20.0.1",
-            pod_ip=sim.pod_ip if sim.sandbox_ready else None,
-            pod_ips=(PodIP(ip=sim.pod_ip),) if sim.sandbox_ready else None,
-            init_container_statuses=tuple(init_statuses) if init_statuses else None,
-            container_statuses=tuple(statuses),
-            qos_class=sim.qos_class,
-        )
-
-    def _publish(self, sim: SimPod) -> None:
-        self.manager.set_pod_status(sim.pod, self.build_status(sim))
+    def sims(self) -> list[SimPod]:
+        return self.provider.sims()
 
 
 # --- invariants ------------------------------------------------------------------------
@@ -761,10 +299,33 @@ class SimulationResult:
     settled: bool
     watch_errors: int
     controller_writes: int = 0
+    # The world the run made, and what became of it (see docs/design.md, "simulate keeps count").
+    lost: list[str] = field(default_factory=list)  # created, then gone without the simulation deleting them
+    not_created: list[str] = field(default_factory=list)  # never created, with why
+    create_retries: int = 0  # create attempts repeated after a transient failure
+    creates_adopted: int = 0  # a retry found the earlier, unanswered attempt had landed
+    node_registrations: int = 1  # 1: registered once; more: the Node vanished and was registered again
+    node_checks: int = 0  # GETs of the Node made to notice it vanished
+    final_state_known: bool = True  # the final list of the node's pods succeeded
+
+    @property
+    def invariants_ok(self) -> bool:
+        return all(i.violations == 0 for i in self.invariants)
+
+    def failures(self) -> list[str]:
+        """Why the run failed, one line each; empty when it did what it claims."""
+        out = [f"{i.name}: {i.violations} violations" for i in self.invariants if i.violations]
+        if self.lost:
+            out.append(f"{len(self.lost)} pods lost (gone from the server without being deleted)")
+        if self.not_created:
+            out.append(f"{len(self.not_created)} pods never created")
+        if not self.final_state_known:
+            out.append("the node's pods could not be listed at the end")
+        return out
 
     @property
     def ok(self) -> bool:
-        return all(i.violations == 0 for i in self.invariants)
+        return not self.failures()
 
     def percentile(self, q: float) -> float | None:
         if not self.latencies:
@@ -792,8 +353,15 @@ class Simulation:
         request_counter: Any = None,
         on_progress: Callable[[dict[str, int]], None] | None = None,
         on_sync: Callable[[SyncRecord], None] | None = None,
+        create_attempts: int = 10,
+        create_backoff: float = 0.1,
+        create_backoff_max: float = 2.0,
     ) -> None:
         self.checker = InvariantChecker()
+        # Bounded: 10 attempts from 0.1 s doubling to 2 s ride out ~10 s of an unreachable server.
+        self.create_attempts = create_attempts
+        self.create_backoff = create_backoff
+        self.create_backoff_max = create_backoff_max
         self.raw_client = client
         self.client = CheckedClient(client, self.checker)
         self.manifests = manifests
@@ -819,6 +387,17 @@ class Simulation:
             on_event=self.checker.observe_event,
         )
         self._created: dict[tuple[str, str], str] = {}
+        # Every UID the simulation created (key by UID) and the ones it deleted itself.
+        self._created_uids: dict[str, str] = {}
+        self._deleted_by_us: set[str] = set()
+        self._not_created: list[str] = []
+        self.create_retries = 0
+        self.creates_adopted = 0
+        self.node_registrations = 0
+        self.node_checks = 0  # GETs of the Node (not the pods' status traffic)
+        self.node_check_interval = 10.0
+        self._node_checked_at = 0.0
+        self._watch_errors_seen = 0
         self._gates_set: set[str] = set()
         self._victims: set[str] = set()
         # Status writes of the outside controller (readiness gates), not the node's.
@@ -840,20 +419,95 @@ class Simulation:
         for i, manifest in enumerate(self.manifests):
             manifest = msgspec.json.decode(msgspec.json.encode(manifest))
             manifest.setdefault("spec", {})["nodeName"] = self.node_name
+            if time.monotonic() > deadline:
+                self._not_created.append(f"{_manifest_key(manifest)}: --duration ended before its turn")
+                continue
             target = start + spread * i / max(1, len(self.manifests))
             delay = target - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+            self._check_node()
+            pod = self._create(manifest, deadline)
+            if pod is not None and self.on_progress is not None and i % 10 == 0:
+                self.on_progress(self.progress())
+
+    def _create(self, manifest: dict[str, Any], deadline: float) -> Pod | None:
+        """Create one pod, retrying transient failures with a bounded back-off; None if it never was."""
+        key = _manifest_key(manifest)
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 pod = self.client.create_pod(manifest)
+            except ConflictError as err:
+                # After an attempt whose answer was lost, "already exists" means it landed.
+                adopted = self._adopt(manifest) if attempt > 1 and err.reason == "AlreadyExists" else None
+                if adopted is None:
+                    self._not_created.append(f"{key}: {err}")
+                    log.warning("could not create pod=%s: %s", key, err)
+                    return None
+                pod = adopted
+                self.creates_adopted += 1
             except ApiError as err:
-                log.warning("could not create pod %s: %s", manifest.get("metadata", {}).get("name"), err)
+                out_of_time = time.monotonic() >= deadline
+                if not _transient(err) or attempt >= self.create_attempts or out_of_time:
+                    self._not_created.append(f"{key}: {err} (after {attempt} attempts)")
+                    log.warning("could not create pod=%s attempts=%d: %s", key, attempt, err)
+                    return None
+                backoff = min(self.create_backoff_max, self.create_backoff * 2 ** (attempt - 1))
+                # Jitter, so retries after a server restart do not come back all at once.
+                wait = err.retry_after or backoff * self.rng.uniform(0.5, 1.0)
+                self.create_retries += 1
+                self._check_node(force=True)
+                log.info("create pod=%s attempt=%d failed, retrying in %.2fs: %s", key, attempt, wait, err)
+                time.sleep(min(wait, max(0.0, deadline - time.monotonic())))
                 continue
-            self._created[(pod.namespace, pod.name)] = pod.uid
-            if self.on_progress is not None and i % 10 == 0:
-                self.on_progress(self.progress())
-            if time.monotonic() > deadline:
-                break
+            self._record_created(pod)
+            return pod
+
+    def _adopt(self, manifest: dict[str, Any]) -> Pod | None:
+        meta = manifest.get("metadata") or {}
+        try:
+            pod: Pod = self.raw_client.get_pod(meta.get("namespace") or "default", meta.get("name") or "")
+        except ApiError:
+            return None
+        # Ours only if it is on our node and nobody else made it (no other copy of ours has this name).
+        if pod.spec.node_name != self.node_name or pod.uid in self._created_uids:
+            return None
+        return pod
+
+    def _record_created(self, pod: Pod) -> None:
+        self._created[(pod.namespace, pod.name)] = pod.uid
+        self._created_uids[pod.uid] = f"{pod.namespace}/{pod.name}"
+
+    def _check_node(self, *, force: bool = False) -> None:
+        """Register the Node again when it is gone (an API server that restarted empty).
+
+        Asked after a sign of trouble (a watch error, a failed create) and otherwise every
+        ``node_check_interval`` seconds, so a healthy run spends almost no requests on it.
+        """
+        now = time.monotonic()
+        get_node = getattr(self.raw_client, "get_node", None)
+        trouble = force or self.agent.watch_errors != self._watch_errors_seen
+        if get_node is None or (not trouble and now - self._node_checked_at < self.node_check_interval):
+            return
+        if trouble and now - self._node_checked_at < 0.5:
+            return  # at most twice a second while the server is in trouble
+        self._node_checked_at = now
+        self._watch_errors_seen = self.agent.watch_errors
+        self.node_checks += 1
+        try:
+            get_node(self.node_name)
+        except NotFoundError:
+            log.warning("node=%s is gone from the API server: registering it again", self.node_name)
+            try:
+                self.agent.register_node()
+                self.node_registrations += 1
+            except ApiError as err:
+                log.warning("registering node=%s again failed: %s", self.node_name, err)
+        except ApiError as err:
+            log.info("node check: %s", err)
+            self._watch_errors_seen = -1  # still in trouble: ask again soon
 
     def _set_gates(self) -> None:
         """An outside controller (a load balancer) marks readiness gates once containers are ready."""
@@ -897,6 +551,7 @@ class Simulation:
                     sim.pod.namespace, sim.pod.name, grace_period_seconds=30, uid=sim.uid
                 )
                 self._victims.add(sim.uid)
+                self._deleted_by_us.add(sim.uid)
             except ApiError as err:
                 log.info("delete %s: %s", sim.pod.key(), err)
         return count
@@ -908,6 +563,7 @@ class Simulation:
             pod = sim.pod
             try:
                 self.raw_client.delete_pod(pod.namespace, pod.name, grace_period_seconds=0, uid=pod.uid)
+                self._deleted_by_us.add(pod.uid)
                 manifest: dict[str, Any] = {
                     "apiVersion": "v1",
                     "kind": "Pod",
@@ -920,8 +576,9 @@ class Simulation:
                     "spec": {k: v for k, v in pod.spec.to_dict().items() if k != "nodeName"},
                 }
                 manifest["spec"]["nodeName"] = self.node_name
-                new = self.client.create_pod(manifest)
-                self._created[(new.namespace, new.name)] = new.uid
+                new = self._create(manifest, time.monotonic() + 10.0)
+                if new is None:
+                    continue
                 log.info("recreated %s: UID %s -> %s", pod.key(), pod.uid, new.uid)
             except ApiError as err:
                 log.info("recreate %s: %s", pod.key(), err)
@@ -934,7 +591,8 @@ class Simulation:
             "running": phases.get("Running", 0),
             "succeeded": phases.get("Succeeded", 0),
             "failed": phases.get("Failed", 0),
-            "deleted": len(self.agent.deleted_uids),
+            "deleted": len(self.agent.deleted_uids & self._deleted_by_us),
+            "lost": len((self.agent.deleted_uids - self._deleted_by_us) & self._created_uids.keys()),
             "pending_sync": self.agent.manager.pending_count(),
             "synced": len(self._latencies),
         }
@@ -960,6 +618,8 @@ class Simulation:
         start = time.monotonic()
         deadline = start + self.duration
         self.agent.register_node()
+        self.node_registrations = 1
+        self._node_checked_at = time.monotonic()
         self.agent.start()
         try:
             self._create_all(deadline)
@@ -968,6 +628,7 @@ class Simulation:
             settled = False
             while time.monotonic() < deadline:
                 time.sleep(0.2)
+                self._check_node()
                 self._set_gates()
                 if not did_delete and time.monotonic() >= deleted_at:
                     self._delete_some()
@@ -985,8 +646,10 @@ class Simulation:
             self.agent.stop()
         elapsed = time.monotonic() - start
         phases: Counter[str] = Counter()
+        on_server: set[str] | None = None
         try:
             pods, _ = self.raw_client.list_pods(field_selector=f"spec.nodeName={self.node_name}")
+            on_server = {pod.uid for pod in pods}
             for pod in pods:
                 phase = pod.status.phase or "Pending"
                 if pod.metadata.deletion_timestamp is not None:
@@ -995,10 +658,23 @@ class Simulation:
         except ApiError as err:
             log.warning("final list failed: %s", err)
         requests = self.request_counter.snapshot() if self.request_counter is not None else {}
+        # The summary is about pod status: the node's upkeep (Lease, Node status, Events) is not counted.
+        for verb, n in self.agent.agent.upkeep_requests.items():
+            if verb in requests:
+                requests[verb] = max(0, requests[verb] - n)
+        # Lost: created by the run, gone, never deleted by it. Without a final list, the node's view.
+        gone = (
+            self._created_uids.keys() - on_server if on_server is not None else set(self.agent.deleted_uids)
+        )
+        lost = sorted(
+            self._created_uids[uid] for uid in gone - self._deleted_by_us if uid in self._created_uids
+        )
+        if lost:
+            log.warning("pods lost count=%d first=%s", len(lost), lost[:5])
         return SimulationResult(
-            pods_created=len(self._created),
+            pods_created=len(self._created),  # names: a pod re-created under its name counts once
             phases=dict(phases),
-            deleted=len(self.agent.deleted_uids),
+            deleted=len(self._deleted_by_us & self.agent.deleted_uids),
             requests=requests,
             status_changes=len(self._latencies),
             latencies=list(self._latencies),
@@ -1007,4 +683,21 @@ class Simulation:
             settled=settled,
             watch_errors=self.agent.watch_errors,
             controller_writes=self.controller_writes,
+            lost=lost,
+            not_created=list(self._not_created),
+            create_retries=self.create_retries,
+            creates_adopted=self.creates_adopted,
+            node_registrations=self.node_registrations,
+            node_checks=self.node_checks,
+            final_state_known=on_server is not None,
         )
+
+
+def _manifest_key(manifest: dict[str, Any]) -> str:
+    meta = manifest.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or meta.get('generateName') or '?'}"
+
+
+def _transient(err: ApiError) -> bool:
+    """Worth trying again: the server failed or was busy, or no answer came (it may be restarting)."""
+    return isinstance(err, ServerError | TooManyRequestsError | ConnectionFailedError | RequestTimeoutError)

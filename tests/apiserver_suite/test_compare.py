@@ -31,9 +31,11 @@ import pytest
 from apisuite_kit import (
     IMAGE,
     JSON,
+    JSON_PATCH,
     MERGE,
     NODE,
     NS,
+    STRATEGIC,
     Answer,
     RawApi,
     Server,
@@ -1466,6 +1468,263 @@ def test_describe_pod_shows_its_events(
     assert any("(x3 over <age>)" in line for line in got)
 
 
+# -- managedFields and server-side apply ---------------------------------------------------
+
+APPLY = "application/apply-patch+yaml"
+
+
+def managed_fields(ans: Answer) -> Any:
+    """The managedFields of an answer, times replaced by a marker (or the error). Entries are
+    sorted by operation and manager: their order also depends on the second each write fell in."""
+    if not (isinstance(ans.body, dict) and ans.body.get("kind") == "Pod"):
+        return {"code": ans.code, "body": ans.body}
+    entries = ans.body["metadata"].get("managedFields") or []
+    entries = sorted(entries, key=lambda e: (e.get("operation"), e.get("manager"), e.get("subresource", "")))
+    return [{k: ("<time>" if k == "time" else v) for k, v in e.items()} for e in entries]
+
+
+def apply(ctx: Ctx, name: str, config: dict[str, Any], query: str, sub: str = "") -> Answer:
+    return ctx.raw.request("PATCH", ctx.raw.pods_path(name, sub), json.dumps(config).encode(),
+                           content_type=APPLY, query=query)  # fmt: skip
+
+
+def apply_config(name: str, image: str = IMAGE, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if labels is not None:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"containers": [{"name": "c", "image": image}], "nodeName": NODE}}  # fmt: skip
+
+
+def conflict_summary(ctx: Ctx, ans: Answer) -> Any:
+    """A 409's message and its causes (the real server lists them in map order: sorted here)."""
+    body = ans.body if isinstance(ans.body, dict) else {}
+    causes = sorted(
+        ((body.get("details") or {}).get("causes") or []),
+        key=lambda c: (c.get("field", ""), c.get("message", "")),
+    )
+    return {"code": ans.code, "reason": body.get("reason"), "message": ctx.scrub(body.get("message", "")),
+            "causes": causes}  # fmt: skip
+
+
+def test_managed_fields_of_create_status_and_label_updates(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """Who owns what after a create (kubectl's field manager, and the user agent's when none is
+    given), a status update by another manager and a label change by a third."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name = unique("mf")
+        ctx.secrets[name] = "<name>"
+        manifest = pod_manifest(name, labels={"app": "web"})
+        manifest["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+        manifest["spec"]["containers"][0]["env"] = [{"name": "X", "value": "1"}]
+        created = ctx.raw.request("POST", ctx.raw.pods_path(), manifest, query="fieldManager=kubectl-create")
+        status = ctx.raw.request("PATCH", ctx.raw.pods_path(name, "status"), {"status": {
+            "phase": "Running", "podIP": "10.1.2.3",
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}],
+            "containerStatuses": [cstatus("c", {"running": {"startedAt": "2026-01-01T00:00:00Z"}})],
+        }}, content_type=STRATEGIC, query="fieldManager=kubelet")  # fmt: skip
+        label = ctx.raw.request("PATCH", ctx.raw.pods_path(name), {"metadata": {"labels": {"app": "db", "x": "y"}}},
+                                content_type=MERGE, query="fieldManager=labeller")  # fmt: skip
+        other = unique("mf")
+        ctx.secrets[other] = "<other>"
+        by_agent = ctx.raw.create_pod(pod_manifest(other))
+        return [managed_fields(a) for a in (created, status, label, by_agent)]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0][0]["manager"] == "kubectl-create" and got[1][1]["subresource"] == "status"
+    assert got[3][0]["manager"] == "python-urllib3"  # the user agent up to its first "/"
+
+
+def test_apply_create_change_prune_and_dry_run(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """Create-on-apply (201), a second apply that changes a field and drops a label, a dry run."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name = unique("ssa")
+        ctx.secrets[name] = "<name>"
+        first = apply(ctx, name, apply_config(name, labels={"a": "1", "b": "2"}), "fieldManager=ssa")
+        second = apply(ctx, name, apply_config(name, labels={"a": "1"}), "fieldManager=ssa")
+        dry = apply(ctx, name, apply_config(name, image="registry.k8s.io/pause:3.9", labels={"a": "1"}),
+                    "fieldManager=ssa&dryRun=All")  # fmt: skip
+        after = ctx.raw.get_pod(name)
+        out = []
+        for ans in (first, second, dry, after):
+            body = ans.body if isinstance(ans.body, dict) else {}
+            out.append({
+                "code": ans.code,
+                "managedFields": managed_fields(ans),
+                "labels": (body.get("metadata") or {}).get("labels"),
+                "image": ((body.get("spec") or {}).get("containers") or [{}])[0].get("image"),
+                "same version": (body.get("metadata") or {}).get("resourceVersion")
+                == (second.body.get("metadata") or {}).get("resourceVersion"),
+            })  # fmt: skip
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [g["code"] for g in got] == [201, 200, 200, 200]
+    assert got[1]["labels"] == {"a": "1"} and got[2]["image"] != got[3]["image"]
+
+
+def test_apply_conflicts_and_force(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """The 409 of one conflict and of several (grouped by manager), then ``force=true``."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name = unique("ssa")
+        ctx.secrets[name] = "<name>"
+        created = ctx.raw.request("POST", ctx.raw.pods_path(), pod_manifest(name, labels={"a": "1"}),
+                                  query="fieldManager=kubectl-client-side-apply")  # fmt: skip
+        assert created.code == 201, created.body
+        one = apply(ctx, name, apply_config(name, image="registry.k8s.io/pause:3.9"), "fieldManager=ssa")
+        apply(ctx, name, apply_config(name, labels={"a": "1", "b": "2"}), "fieldManager=ssa")
+        ctx.raw.request("PATCH", ctx.raw.pods_path(name, "status"), {"status": {"phase": "Running"}},
+                        content_type=STRATEGIC, query="fieldManager=kubelet")  # fmt: skip
+        config = apply_config(name, image="registry.k8s.io/pause:3.8", labels={"a": "9", "b": "9"})
+        config["status"] = {"phase": "Pending"}
+        several = apply(ctx, name, config, "fieldManager=other", "status")
+        del config["status"]
+        several_main = apply(ctx, name, config, "fieldManager=other")
+        forced = apply(ctx, name, config, "fieldManager=other&force=true")
+        return [conflict_summary(ctx, one), conflict_summary(ctx, several), conflict_summary(ctx, several_main),
+                managed_fields(forced)]  # fmt: skip
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0]["message"] == (
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: '
+        '.spec.containers[name="c"].image'
+    )
+    # Conflicts with an applier name it alone; an updater with its subresource and version.
+    assert got[2]["message"].startswith(
+        'Apply failed with 5 conflicts: conflicts with "kubectl-client-side-apply" using v1:\n'
+    )
+    assert 'conflict with "kubelet" with subresource "status" using v1' in [
+        c["message"] for c in got[1]["causes"]
+    ]
+
+
+def test_apply_request_errors(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """What an apply (and fieldManager) the real server refuses gets."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        gone = unique("gone")
+        ctx.secrets[gone] = "<gone>"
+        config = apply_config(name)
+        bad_kind = dict(config, kind="Node")
+        with_mf = {**config, "metadata": {"name": name, "managedFields": []}}
+        answers = {
+            "no fieldManager": apply(ctx, name, config, ""),
+            "wrong kind": apply(ctx, name, bad_kind, "fieldManager=x"),
+            "managedFields given": apply(ctx, name, with_mf, "fieldManager=x"),
+            "name mismatch": apply(ctx, name, apply_config("other-name"), "fieldManager=x"),
+            "missing namespace": ctx.raw.request(
+                "PATCH", ctx.raw.pods_path(name, ns="no-such-namespace"), json.dumps(config).encode(),
+                content_type=APPLY, query="fieldManager=x",
+            ),
+            "missing pod status": apply(ctx, gone, apply_config(gone), "fieldManager=x", "status"),
+            "force on merge patch": ctx.raw.request("PATCH", ctx.raw.pods_path(name), {}, content_type=MERGE,
+                                                    query="force=true"),
+            "long fieldManager": ctx.raw.request("POST", ctx.raw.pods_path(), pod_manifest(),
+                                                 query="fieldManager=" + "m" * 129),
+            "unprintable fieldManager": apply(ctx, name, config, "fieldManager=a%07b"),
+            "stale resourceVersion": apply(ctx, name, {**config, "metadata": {"name": name,
+                                                                              "resourceVersion": "999999999"}},
+                                           "fieldManager=x"),
+            "other uid": apply(ctx, name, {**config, "metadata": {"name": name, "uid": ZERO_UID}}, "fieldManager=x"),
+            "other namespace": apply(ctx, name, {**config, "metadata": {"name": name, "namespace": "kube-system"}},
+                                     "fieldManager=x"),
+            "not an object": ctx.raw.request("PATCH", ctx.raw.pods_path(name), b"- 1\n", content_type=APPLY,
+                                             query="fieldManager=x"),
+            "duplicate keys": apply(ctx, gone, {**apply_config(gone), "spec": {"containers": [
+                {"name": "c", "image": IMAGE}, {"name": "c", "image": IMAGE}]}}, "fieldManager=x"),
+            "conflict and invalid": apply(ctx, name, {**config, "spec": {"nodeName": NODE, "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.9"}, {"name": "d", "image": IMAGE}]}},
+                "fieldManager=x"),
+            "a container added": apply(ctx, name, {**config, "spec": {"nodeName": NODE, "containers": [
+                {"name": "c", "image": IMAGE}, {"name": "d", "image": IMAGE}]}}, "fieldManager=x"),
+        }  # fmt: skip
+        return {k: ctx.error(v) for k, v in answers.items()}
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["no fieldManager"]["code"] == 422 and got["missing namespace"]["code"] == 404
+    assert got["conflict and invalid"]["code"] == 409  # conflicts are found before validation
+
+
+def test_managed_fields_reset_then_first_apply(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """``managedFields: [{}]`` forgets them; updates then stay untracked, and the next apply
+    conflicts with the stand-in owner of every existing field, ``before-first-apply``."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name = unique("mf")
+        ctx.secrets[name] = "<name>"
+        ctx.raw.request("POST", ctx.raw.pods_path(), pod_manifest(name, labels={"a": "1"}),
+                        query="fieldManager=creator")  # fmt: skip
+        reset = ctx.raw.request("PATCH", ctx.raw.pods_path(name),
+                                [{"op": "replace", "path": "/metadata/managedFields", "value": [{}]}],
+                                content_type=JSON_PATCH)  # fmt: skip
+        later = ctx.raw.request("PATCH", ctx.raw.pods_path(name), {"metadata": {"labels": {"b": "2"}}},
+                                content_type=MERGE, query="fieldManager=later")  # fmt: skip
+        first = apply(ctx, name, apply_config(name, labels={"a": "9"}), "fieldManager=ssa")
+        forced = apply(ctx, name, apply_config(name, labels={"a": "9"}), "fieldManager=ssa&force=true")
+        return [
+            managed_fields(reset),
+            managed_fields(later),
+            conflict_summary(ctx, first),
+            managed_fields(forced),
+        ]
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0] == [] and got[1] == [] and "before-first-apply" in got[2]["message"]
+
+
+def test_managed_fields_of_lease_apply_event_create_and_node_status(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """A node agent's other writes: its Lease by apply, an Event by create, the Node's status by patch."""
+
+    def scenario(ctx: Ctx) -> Any:
+        lease = unique("lease")
+        ctx.secrets[lease] = "<lease>"
+        config = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                  "metadata": {"name": lease, "namespace": "kube-node-lease"},
+                  "spec": {"holderIdentity": lease, "leaseDurationSeconds": 40}}  # fmt: skip
+        applied = ctx.raw.request("PATCH", f"{LEASES_PATH}/{lease}", json.dumps(config).encode(),
+                                  content_type=APPLY, query="fieldManager=kubelet")  # fmt: skip
+        event = unique("ev")
+        ctx.secrets[event] = "<event>"
+        created = ctx.raw.request("POST", f"/api/v1/namespaces/{NS}/events", {
+            "metadata": {"name": event}, "involvedObject": {"kind": "Pod", "name": "x", "namespace": NS},
+            "reason": "Started", "message": "m", "type": "Normal", "count": 1,
+            "source": {"component": "kubelet", "host": NODE},
+        }, query="fieldManager=kubelet")  # fmt: skip
+        node = unique("node")
+        ctx.secrets[node] = "<node>"
+        ctx.raw.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}},
+                        query="fieldManager=kubelet")  # fmt: skip
+        status = ctx.raw.request("PATCH", f"/api/v1/nodes/{node}/status", {"status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+        }}, content_type=STRATEGIC, query="fieldManager=kubelet")  # fmt: skip
+        ctx.raw.request("DELETE", f"/api/v1/nodes/{node}")
+        out = []
+        for ans in (applied, created, status):
+            body = ans.body if isinstance(ans.body, dict) else {}
+            entries = (body.get("metadata") or {}).get("managedFields")
+            out.append({"code": ans.code,
+                        "managedFields": [{k: ("<time>" if k == "time" else v) for k, v in e.items()}
+                                          for e in entries or []]})  # fmt: skip
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got[0]["code"] == 201 and got[0]["managedFields"][0]["apiVersion"] == "coordination.k8s.io/v1"
+
+
 def test_exact_list(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
     def scenario(ctx: Ctx) -> Any:
         ns = unique("exact")
@@ -1669,3 +1928,35 @@ def test_duplicate_fields(server: Server, real_server: Server, request: pytest.F
     assert got["smp"]["code"] == 422 and got["smp"]["body"]["message"].endswith(
         'strict decoding error: duplicate field "metadata.labels"'
     )
+
+
+def test_apply_with_undeclared_fields(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """An applied configuration with fields its kind does not declare is a 500 from the field
+    manager, whatever fieldValidation says (the lines come in map order: sorted here)."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name = unique("ssa")
+        ctx.secrets[name] = "<name>"
+        config = apply_config(name)
+        config["metadata"]["bogus"] = 1
+        config["spec"]["containers"][0]["nope"] = True
+        one = {**apply_config(name), "extra": {}}
+        out = {}
+        for validation in ("Strict", "Warn", "Ignore"):
+            ans = apply(ctx, name, config, f"fieldManager=x&fieldValidation={validation}")
+            body = ans.body if isinstance(ans.body, dict) else {}
+            lines = ctx.scrub(body.get("message", "")).split("\n")
+            out[validation] = {
+                "code": ans.code,
+                "reason": body.get("reason"),
+                "lines": lines[:1] + sorted(lines[1:]),
+            }
+        ans = apply(ctx, name, one, "fieldManager=x")
+        out["one field"] = {"code": ans.code, "message": ctx.scrub(ans.body.get("message", ""))}
+        out["exists"] = ctx.raw.get_pod(name).code
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["Strict"]["code"] == 500 and got["exists"] == 404

@@ -56,8 +56,10 @@ def test_lifecycle_and_errors(server: EmbeddedApiServer, http: urllib3.PoolManag
     code, body = req(http, server, "PATCH", base + "/p", {"metadata": {"resourceVersion": "1"}, "spec": {}},
                      "application/merge-patch+json")  # fmt: skip
     assert code == 409 and body["reason"] == "Conflict" and "the object has been modified" in body["message"]
-    code, body = req(http, server, "PATCH", base + "/p", b"x: 1", "application/apply-patch+yaml")
-    assert code == 415 and body["code"] == 415
+    code, body = req(
+        http, server, "PATCH", base + "/p?fieldManager=t", b"x: 1", "application/apply-patch+yaml"
+    )
+    assert code == 400 and body["message"] == "invalid object type: /, Kind="
     code, body = req(
         http, server, "PUT", base + "/p", {**pod, "metadata": {**pod["metadata"], "labels": {"x": "y"}}}
     )

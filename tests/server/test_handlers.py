@@ -80,6 +80,13 @@ def test_crud_codes(api: ApiHandler) -> None:
     code, body, _ = call(
         api, "PATCH", "/api/v1/namespaces/default/pods/p", {}, content_type="application/apply-patch+yaml"
     )
+    # Server-side apply needs a field manager (the real server's PatchOptions validation).
+    assert (code, body["reason"], body["message"]) == (
+        422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+    )  # fmt: skip
+    code, body, _ = call(
+        api, "PATCH", "/api/v1/namespaces/default/pods/p", {}, content_type="application/cbor-seq"
+    )
     assert code == 415 and body["reason"] == "UnsupportedMediaType"
     code, body, _ = call(
         api,
@@ -177,3 +184,44 @@ def test_dry_run_answers_and_stores_nothing(api: ApiHandler) -> None:
     code, body, _ = call(api, "POST", "/api/v1/namespaces/default/pods?dryRun=All", POD)
     assert code == 201 and body["metadata"]["name"] == "p"
     assert call(api, "GET", "/api/v1/namespaces/default/pods/p")[0] == 404
+
+
+def _managers(body: Any) -> list[tuple[str, str]]:
+    return [(e["manager"], e["operation"]) for e in body["metadata"].get("managedFields") or []]
+
+
+def test_field_manager_from_query_or_user_agent(api: ApiHandler) -> None:
+    code, body, _ = call(
+        api, "POST", "/api/v1/namespaces/default/pods", POD, user_agent="my-controller/1.2 (linux)"
+    )
+    assert code == 201 and _managers(body) == [("my-controller", "Update")]
+    patch = {"metadata": {"labels": {"a": "b"}}}
+    code, body, _ = call(api, "PATCH", "/api/v1/namespaces/default/pods/p?fieldManager=labeller", patch,
+                         content_type="application/merge-patch+json", user_agent="ignored/1")  # fmt: skip
+    # Same operation and second: ordered by manager name.
+    assert code == 200 and _managers(body) == [("labeller", "Update"), ("my-controller", "Update")]
+    code, body, _ = call(api, "POST", "/api/v1/namespaces/default/pods?fieldManager=" + "m" * 129, POD)
+    assert (code, body["details"]["kind"], body["details"]["group"]) == (422, "CreateOptions", "meta.k8s.io")
+    code, body, _ = call(api, "PATCH", "/api/v1/namespaces/default/pods/p?force=true", patch,
+                         content_type="application/merge-patch+json")  # fmt: skip
+    assert code == 422 and body["message"].endswith(
+        "force: Forbidden: may not be specified for non-apply patch"
+    )
+
+
+def test_apply_over_the_handler(api: ApiHandler) -> None:
+    config = b"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n"
+    ctype = "application/apply-patch+yaml"
+    path = "/api/v1/namespaces/default/pods/a"
+    code, body, _ = call(api, "PATCH", path + "?fieldManager=ssa&dryRun=All", config, content_type=ctype)
+    assert code == 201 and "resourceVersion" not in body["metadata"]
+    assert call(api, "GET", path)[0] == 404  # the dry run stored nothing
+    code, body, _ = call(api, "PATCH", path + "?fieldManager=ssa", config, content_type=ctype)
+    assert code == 201 and _managers(body) == [("ssa", "Apply")]
+    code, body, _ = call(api, "PATCH", path + "?fieldManager=ssa", config, content_type=ctype)
+    assert code == 200
+    changed = config.replace(b"image: i", b"image: j")
+    code, body, _ = call(api, "PATCH", path + "?fieldManager=other", changed, content_type=ctype)
+    assert code == 409 and body["reason"] == "Conflict"
+    code, body, _ = call(api, "PATCH", path + "?fieldManager=other&force=true", changed, content_type=ctype)
+    assert code == 200 and body["spec"]["containers"][0]["image"] == "j"

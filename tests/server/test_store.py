@@ -234,6 +234,8 @@ def test_patch_preconditions(store: Store) -> None:
 def test_patch_errors(store: Store) -> None:
     store.create("pods", "default", pod())
     with pytest.raises(UnsupportedMediaTypeError):
+        store.patch("pods", "default", "p", b"{}", "application/cbor-seq")
+    with pytest.raises(UnprocessableEntityError, match="fieldManager: Required value"):
         store.patch("pods", "default", "p", b"{}", "application/apply-patch+yaml")
     with pytest.raises(BadRequestError):
         store.patch("pods", "default", "p", b"{oops")

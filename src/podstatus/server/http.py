@@ -30,6 +30,7 @@ import msgspec
 
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
+from . import apply as _apply
 from . import bodies, discovery, negotiation, schema, security
 from .store import RESOURCES, Event, FieldError, Store, Stored, Watch, bad_request, conflict
 
@@ -103,6 +104,10 @@ def _flag(value: str | None) -> bool | None:
     if value is None:
         return None
     return value.lower() in ("1", "true", "yes")
+
+
+def _is_apply(req: Request) -> bool:
+    return req.header("content-type").split(";")[0].strip().lower() == "application/apply-patch+yaml"
 
 
 def _int_param(query: Mapping[str, str], name: str) -> int | None:
@@ -227,6 +232,12 @@ class ApiHandler:
         name = parts[1] if len(parts) > 1 else None
         sub = parts[2] if len(parts) > 2 else None
         method = req.method
+        applying = method == "PATCH" and _is_apply(req)
+        manager: str | None = None
+        if method in ("POST", "PUT", "PATCH"):
+            given = req.query.get("fieldManager")
+            _apply.validate_field_manager(method, given, apply=applying, force=req.query.get("force"))
+            manager = _apply.manager_or_user_agent(given, req.header("user-agent"))
         if watch_path or (name is None and method == "GET" and _flag(req.query.get("watch"))):
             if method != "GET":
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
@@ -242,7 +253,9 @@ class ApiHandler:
             if method == "POST" and info.namespaced == (namespace is not None):
                 self.counter.inc("create")
                 options = negotiation.write_options(req.query, "CreateOptions")
-                stored = self.store.create(resource, namespace, self._json_body(req), options=options)
+                stored = self.store.create(
+                    resource, namespace, self._json_body(req), options=options, field_manager=manager
+                )
                 return Response(201, stored.raw, warnings=options.warnings)
             if method == "DELETE" and resource != "namespaces":
                 return self._delete_collection(req, resource, namespace)
@@ -267,16 +280,25 @@ class ApiHandler:
             self.counter.inc("update")
             options = negotiation.write_options(req.query, "UpdateOptions")
             stored = self.store.update(
-                resource, namespace, name, self._json_body(req), subresource=sub, options=options
-            )
+                resource, namespace, name, self._json_body(req), subresource=sub, options=options,
+                field_manager=manager,
+            )  # fmt: skip
             return Response(200, stored.raw, warnings=options.warnings)
         if method == "PATCH":
             self.counter.inc("patch")
+            if applying:
+                options = negotiation.write_options(req.query, "PatchOptions")
+                stored, created = self.store.apply(
+                    resource, namespace, name, req.body, field_manager=manager, subresource=sub,
+                    force=bool(_flag(req.query.get("force"))), options=options,
+                )  # fmt: skip
+                return Response(201 if created else 200, stored.raw, warnings=options.warnings)
             ctype = req.header("content-type") or "application/strategic-merge-patch+json"
             options = negotiation.write_options(req.query, "PatchOptions")
             stored = self.store.patch(
-                resource, namespace, name, req.body, ctype, subresource=sub, options=options
-            )
+                resource, namespace, name, req.body, ctype, subresource=sub, options=options,
+                field_manager=manager,
+            )  # fmt: skip
             return Response(200, stored.raw, warnings=options.warnings)
         if method == "DELETE":
             self.counter.inc("delete")

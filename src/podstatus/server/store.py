@@ -56,6 +56,7 @@ from ..patch import (
 )
 from ..qos import compute_pod_qos
 from ..types import InvalidObjectError, Pod
+from . import apply as _apply
 from . import schema
 from .selectors import FieldSelector, LabelSelector, SelectorError
 
@@ -800,6 +801,14 @@ _SPEC_FORBIDDEN = (
 )
 
 
+def _resized_containers(spec: dict[str, Any], old: dict[str, Any]) -> str:
+    """The first of containers/initContainers whose number of items changed ("" if none)."""
+    for key in ("containers", "initContainers"):
+        if len(spec.get(key) or ()) != len(old.get(key) or ()):
+            return key
+    return ""
+
+
 def _spec_fingerprint(spec: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in spec.items() if k not in _MUTABLE_SPEC}
     for key in ("containers", "initContainers"):
@@ -820,6 +829,40 @@ _SERVER_META = (
 def _decode_error(err: Exception) -> str:
     # msgspec gives up on deeply nested JSON with a RecursionError (Go's decoder has a depth limit too).
     return "exceeded max depth" if isinstance(err, RecursionError) else str(err)
+
+
+def _printed(obj: dict[str, Any], pod: Pod, live: dict[str, Any] | None) -> dict[str, Any]:
+    """The pod as it will be stored (printed from its decoded form, as the real server prints
+    it). Parts equal to the live object's are taken from it: only changed parts are printed."""
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        old = live.get(key) if live is not None else None
+        if old is not None and (old is value or old == value):
+            out[key] = old
+        elif key in ("metadata", "spec", "status"):
+            out[key] = _decode(getattr(pod, key).to_json())
+        else:
+            out[key] = value
+    return out
+
+
+def _mentions_managed_fields(patch: Any) -> bool:
+    meta = patch.get("metadata") if isinstance(patch, dict) else None
+    return isinstance(meta, dict) and "managedFields" in meta
+
+
+# Set by admission plugins (DefaultTolerationSeconds, Priority), after the field manager ran.
+_ADMITTED_SPEC = ("tolerations", "priority", "preemptionPolicy")
+
+
+def _dry_run_result(stored: Stored, rv: int) -> Stored:
+    """What a dry-run create answers: the object as it would be stored, without a resourceVersion."""
+    obj = dict(stored.obj)
+    obj["metadata"] = {k: v for k, v in stored.metadata.items() if k != "resourceVersion"}
+    pod = stored.pod
+    if pod is not None:
+        pod = pod.replace(metadata=pod.metadata.replace(resource_version=None))
+    return Stored(obj, _encode(obj), pod, rv)
 
 
 def _with_rv(pod: Pod, rv: int) -> Pod:
@@ -991,6 +1034,11 @@ class Store:
     ``False`` or ``Unknown`` (SPEC section 5; they catch node agent bugs
     early). With ``strict_status=False`` status writes are validated exactly
     as kube-apiserver v1.37.2 does, which accepts both.
+
+    Writes that name a field manager (every write over HTTP) keep
+    ``metadata.managedFields`` as kube-apiserver does, and :meth:`apply` is
+    server-side apply (:mod:`podstatus.server.apply`). ``managed_fields=False``
+    stops tracking updates (about 0.1 ms per write in-process); apply still works.
     """
 
     def __init__(
@@ -1000,6 +1048,7 @@ class Store:
         clock: Callable[[], float] = time.time,
         reap_terminating: bool = True,
         strict_status: bool = True,
+        managed_fields: bool = True,
     ) -> None:
         if history_size < 1:
             raise ValueError("history_size must be positive")
@@ -1008,6 +1057,7 @@ class Store:
         self._clock = clock
         self._reap_terminating = reap_terminating
         self._strict_status = strict_status
+        self._managed_fields = managed_fields
         self._rv = 0
         self._size = history_size
         self._ring: list[Event | None] = [None] * history_size
@@ -1251,13 +1301,23 @@ class Store:
     # -- writes ------------------------------------------------------------------------
 
     def create(
-        self, resource: str, namespace: str | None, body: Any, *, options: WriteOptions | None = None
+        self,
+        resource: str,
+        namespace: str | None,
+        body: Any,
+        *,
+        options: WriteOptions | None = None,
+        field_manager: str | None = None,
+        tracker: _apply.Tracker | None = None,
     ) -> Stored:
         """Create an object (``generateName`` honoured); returns what was stored.
 
         A namespaced object needs its namespace to exist (404 otherwise, as kube-apiserver's
         NamespaceLifecycle admission answers); ``default``, ``kube-system``, ``kube-public``
         and ``kube-node-lease`` always do, others are created as ``namespaces``.
+
+        With ``field_manager`` the object gets its ``managedFields`` entry, as over HTTP
+        (``tracker`` is how an apply creates).
         """
         info = self._info(resource)
         opts = options if options is not None else WriteOptions(field_validation="Ignore")
@@ -1281,9 +1341,15 @@ class Store:
         _check_labels(meta, errors)
         for key in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(key, None)
-        meta.pop("managedFields", None)
+        requested = meta.pop("managedFields", None)
+        if tracker is None and field_manager is not None and self._managed_fields:
+            tracker = _apply.UpdateTracker(field_manager, now=self._clock(), create=True)
+        # Admission plugins (not defaulting) set these: they are nobody's fields.
+        admitted: tuple[str, ...] = ()
         if info.name == "pods":
             spec = obj.setdefault("spec", {})
+            if isinstance(spec, dict):
+                admitted = tuple(k for k in _ADMITTED_SPEC if k not in spec)
             if isinstance(spec, dict):
                 _default_pod_spec(spec)
                 _default_tolerations(spec)
@@ -1318,13 +1384,12 @@ class Store:
             meta["uid"] = str(uuid.uuid4())
             meta["resourceVersion"] = str(rv)
             meta["creationTimestamp"] = _rfc3339(self._clock())
+            pod = self._typecheck(info, obj, 400)
+            obj, pod = self._track(info, None, obj, pod, tracker, requested, admitted)
             if opts.dry_run:
                 # As it would be stored, less the resourceVersion only storage hands out.
-                del meta["resourceVersion"]
-                pod = self._typecheck(info, obj, 400)
-                raw = pod.to_json() if pod is not None else _encode(obj)
-                return Stored(_decode(raw), raw, pod, self._rv)
-            stored = self._stored(info, obj, self._typecheck(info, obj, 400), rv)
+                return info.view(_dry_run_result(self._stored(info, obj, pod, rv), self._rv))
+            stored = self._stored(info, obj, pod, rv)
             bucket[name] = stored
             self._record("ADDED", info, namespace or "", stored, None)
             return info.view(stored)
@@ -1380,8 +1445,10 @@ class Store:
         *,
         subresource: str | None = None,
         options: WriteOptions | None = None,
+        field_manager: str | None = None,
     ) -> Stored:
-        """Replace an object (PUT); with ``subresource="status"`` only its status changes."""
+        """Replace an object (PUT); with ``subresource="status"`` only its status changes.
+        ``field_manager`` tracks the write in ``managedFields``."""
         info = self._info(resource)
         self._check_subresource(info, subresource)
         opts = options if options is not None else WriteOptions(field_validation="Ignore")
@@ -1399,7 +1466,12 @@ class Store:
             self._maybe_reap()
             current = self._current(info, namespace, name)
             with self._dry(opts):
-                return info.view(self._write(info, namespace or "", current, obj, subresource, bad=400))
+                return info.view(
+                    self._write(
+                        info, namespace or "", current, obj, subresource, bad=400,
+                        tracker=self._update_tracker(field_manager, subresource),
+                    )
+                )  # fmt: skip
 
     def patch(
         self,
@@ -1411,15 +1483,31 @@ class Store:
         *,
         subresource: str | None = None,
         options: WriteOptions | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
     ) -> Stored:
-        """Patch an object (``patch_type``: a patch content type, or strategic/merge/json).
+        """Patch an object (``patch_type``: a patch content type, or strategic/merge/json/apply).
 
         ``metadata.uid`` and ``metadata.resourceVersion`` in the patch act as
-        preconditions, as on the real server.
+        preconditions, as on the real server. ``field_manager`` tracks the write in
+        ``managedFields``; an apply patch needs it (see :meth:`apply`).
         """
         info = self._info(resource)
         self._check_subresource(info, subresource)
         kind = _PATCH_TYPES.get(patch_type.split(";")[0].strip().lower())
+        if kind is None and patch_type.split(";")[0].strip().lower() in (APPLY_PATCH, "apply"):
+            if isinstance(patch, list):
+                raise bad_request("an apply patch must be an object")
+            return self.apply(
+                resource,
+                namespace,
+                name,
+                patch,
+                field_manager=field_manager,
+                force=force,
+                subresource=subresource,
+                options=options,
+            )[0]
         if kind is None:
             if patch_type.startswith(APPLY_PATCH):
                 message = "server-side apply (application/apply-patch+yaml) is not supported by this server"
@@ -1449,6 +1537,14 @@ class Store:
                 # Only metadata and status of the result are used: the patch engine need not
                 # copy the spec (the status strategy keeps the stored one).
                 base = {k: v for k, v in base.items() if k != "spec"}
+            if (
+                kind != JSON_PATCH
+                and "managedFields" in base["metadata"]
+                and not _mentions_managed_fields(data)
+            ):
+                # Nor the managed fields, which the write keeps (or recomputes) anyway.
+                meta = {k: v for k, v in base["metadata"].items() if k != "managedFields"}
+                base = dict(base, metadata=meta)
             try:
                 if kind == STRATEGIC_MERGE_PATCH:
                     if not isinstance(data, dict):
@@ -1474,9 +1570,74 @@ class Store:
                 result = info.strategy.to_storage(result)
             with self._dry(opts):
                 written = self._write(
-                    info, namespace or "", current, result, subresource, bad=422, patch=True
-                )
+                    info, namespace or "", current, result, subresource, bad=422, patch=True,
+                    tracker=self._update_tracker(field_manager, subresource),
+                )  # fmt: skip
             return info.view(written)
+
+    def apply(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        body: bytes | str | Mapping[str, Any],
+        *,
+        field_manager: str | None,
+        force: bool = False,
+        subresource: str | None = None,
+        options: WriteOptions | None = None,
+    ) -> tuple[Stored, bool]:
+        """Server-side apply of a YAML or JSON configuration; returns (the result, whether it was created).
+
+        The configuration is merged into the object (created when absent, in an existing
+        namespace), ``field_manager`` owns its fields from then on, and a field another
+        manager owns with another value is a 409 Conflict unless ``force``. See
+        :mod:`podstatus.server.apply`.
+        """
+        info = self._info(resource)
+        self._check_subresource(info, subresource)
+        if info.strategy is not None and info.strategy.converts:
+            # Stored in another version's form: apply would have to merge and own fields in both.
+            message = f"server-side apply is not supported for {info.key} by this server"
+            raise UnsupportedMediaTypeError(message, status=status_body(415, "UnsupportedMediaType", message))
+        _apply.validate_field_manager("PATCH", field_manager, apply=True, force=None)
+        manager = field_manager or ""
+        opts = options if options is not None else WriteOptions(field_validation="Ignore")
+        config = _apply.parse_apply_body(body)
+        _apply.check_type(config, info.kind, info.api_version)
+        original = _decode(_encode(config))
+        found = schema.prune(_kind_key(info), config)
+        if found.unknown:
+            # Whatever fieldValidation says: the field manager cannot type the configuration.
+            raise _apply.undeclared_fields(original, found.unknown, kind=info.kind, api_version=info.api_version,
+                                           schema=self._schema(info))  # fmt: skip
+        decode_body(info, config, opts)  # numbers out of range
+        with self._lock:
+            self._maybe_reap()
+            current = self._bucket(info, namespace).get(name) if info.name != "namespaces" else None
+            if current is None:
+                if info.name == "namespaces" or subresource:
+                    self._current(info, namespace, name)  # 404 (or 405 for namespaces)
+                if info.namespaced and (namespace or "") not in self._namespaces:
+                    raise not_found("namespaces", namespace or "")
+            merged, tracker = _apply.prepare_apply(
+                kind=info.kind, api_version=info.api_version, schema=self._schema(info),
+                live=current.obj if current is not None else None, config=config, manager=manager,
+                subresource=subresource or "", force=force, now=self._clock(),
+            )  # fmt: skip
+            meta = merged.setdefault("metadata", {})
+            if meta.get("name") and meta["name"] != name:
+                raise bad_request(
+                    f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+                )
+            if current is None:
+                meta["name"] = name
+                return self.create(resource, namespace, merged, options=opts, tracker=tracker), True
+            with self._dry(opts):
+                written = self._write(
+                    info, namespace or "", current, merged, subresource, bad=422, patch=True, tracker=tracker
+                )
+            return info.view(written), False
 
     def bind(self, namespace: str, name: str, node_name: str) -> Stored:
         """Set ``spec.nodeName`` of an unbound pod (the ``pods/binding`` subresource)."""
@@ -1713,12 +1874,14 @@ class Store:
         *,
         bad: int,
         patch: bool = False,
+        tracker: _apply.Tracker | None = None,
     ) -> Stored:
         """Shared by update and patch: preconditions, strategy, validation, commit (lock held)."""
         name = current.name
         cur_meta = current.metadata
         given_meta = new.get("metadata")
         meta = dict(given_meta) if isinstance(given_meta, dict) else {}
+        requested = meta.get("managedFields")
         uid = meta.get("uid")
         other_uid = bool(uid) and uid != cur_meta.get("uid")
         if other_uid and not patch:
@@ -1815,7 +1978,12 @@ class Store:
                 _default_tolerations(spec)
                 old_spec = current.obj.get("spec") or {}
                 if spec != old_spec:
-                    if _spec_fingerprint(spec) != _spec_fingerprint(old_spec):
+                    resized = _resized_containers(spec, old_spec)
+                    if resized:
+                        # ValidateContainerUpdates: the count is checked first, and alone.
+                        errors.append(FieldError(f"spec.{resized}", "Forbidden",
+                                                 detail="pod updates may not add or remove containers"))  # fmt: skip
+                    elif _spec_fingerprint(spec) != _spec_fingerprint(old_spec):
                         errors.append(FieldError("spec", "Forbidden", detail=_SPEC_FORBIDDEN))
                     elif "generation" in meta:
                         meta["generation"] = int(meta["generation"]) + 1
@@ -1825,6 +1993,8 @@ class Store:
         pod = self._typecheck(info, obj, bad)
         if is_pod and subresource == "status":
             _validate_pod_status(current.obj, obj, errors, strict=self._strict_status)
+        # Managed fields before validation: an apply's conflicts come first, as on the real server.
+        obj, pod = self._track(info, current.obj, obj, pod, tracker, requested)
         if errors:
             raise invalid(info.kind, name, errors, info.kind_group)
         if (pod == current.pod) if is_pod else (obj == current.obj):
@@ -1837,6 +2007,49 @@ class Store:
             # The last finalizer of an object deleted with grace 0 is gone: it goes now.
             return self._remove(info, ns, current)
         return self._commit(info, ns, current, obj, pod)
+
+    def _update_tracker(self, field_manager: str | None, subresource: str | None) -> _apply.Tracker | None:
+        if field_manager is None or not self._managed_fields:
+            return None  # an untracked write keeps the managed fields as they are
+        return _apply.UpdateTracker(field_manager, subresource=subresource or "", now=self._clock())
+
+    @staticmethod
+    def _schema(info: ResourceInfo) -> _apply.Schema:
+        return _apply.schema_for(info.kind, info.api_version, info.merge_keys)
+
+    def _track(
+        self,
+        info: ResourceInfo,
+        live: dict[str, Any] | None,
+        obj: dict[str, Any],
+        pod: Pod | None,
+        tracker: _apply.Tracker | None,
+        requested: Any,
+        hidden: tuple[str, ...] = (),
+    ) -> tuple[dict[str, Any], Pod | None]:
+        """Set the ``managedFields`` of a write (the field manager's hook; lock held).
+
+        The tracker compares the objects in their stored wire form (a pod printed as the
+        real server prints it), as the real field manager compares typed objects. ``hidden``
+        spec fields (set by admission, not by the writer) are nobody's.
+        """
+        if tracker is None:
+            return obj, pod
+        new = obj if pod is None else _printed(obj, pod, live)
+        if hidden and isinstance(new.get("spec"), dict):
+            new = dict(new, spec={k: v for k, v in new["spec"].items() if k not in hidden})
+        entries = tracker.managed_fields(
+            info.kind, str(obj.get("apiVersion") or "v1"), self._schema(info), live, new, requested
+        )
+        if entries == (obj["metadata"].get("managedFields") or []):
+            return obj, pod
+        if entries:
+            obj["metadata"]["managedFields"] = entries
+        else:
+            obj["metadata"].pop("managedFields", None)
+        if pod is not None:
+            pod = pod.replace(metadata=pod.metadata.replace(managed_fields=entries or None))
+        return obj, pod
 
     def _commit(
         self, info: ResourceInfo, ns: str, current: Stored, obj: dict[str, Any], pod: Pod | None = None

@@ -1,0 +1,1054 @@
+"""``NodeAgent``: a node of a real cluster, whose pods a provider runs and whose status podstatus keeps.
+
+The agent owns every write to the API server; the provider only reports.
+
+* **Node and Lease** (:mod:`.heartbeat`): registers the Node (or adopts it),
+  renews ``kube-node-lease/<node>`` every ``lease_renew_interval``, posts node
+  status when it changes and at least every ``node_status_report_frequency``,
+  Ready=False while the provider's ``ping`` fails, re-registers a Node that
+  disappeared. Refuses to start while another live agent holds the Lease.
+* **Pods**: list+watch of ``spec.nodeName=<node>`` (relist on 410), admission
+  (the ``pods`` capacity: OutOfpods as the kubelet says it), the provider's
+  create/update/delete on per-pod serial queues with timeouts, every status
+  through the status manager (so SPEC 3-4 and the fast path apply), the
+  deletion handshake, adoption of running pods after a restart.
+* **Events** (:mod:`.events`): the kubelet's reasons, deduplicated, counted,
+  rate limited, written from a background queue.
+
+Threads: the pod watch (or a shared one, :class:`NodeGroup`), one
+housekeeping thread (lease, node status, polling, retries), the per-pod task
+pool, the provider call pool (and its event loop thread for ``async``
+providers), the status manager's, the event writer.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from ..conditions import (
+    POD_READY_TO_START_CONTAINERS,
+    POD_SCHEDULED,
+    generate_containers_ready_condition,
+    generate_pod_initialized_condition,
+    generate_pod_ready_condition,
+    is_kubelet_owned,
+    is_terminal_phase,
+)
+from ..errors import ApiError, ConflictError, GoneError, InvalidObjectError, NotFoundError
+from ..manager import Manager, SyncRecord, new_manager
+from ..podmanager import BasicPodManager
+from ..qos import compute_pod_qos
+from ..statusutil import check_container_state_transition
+from ..types import (
+    ContainerState,
+    ContainerStateWaiting,
+    ContainerStatus,
+    HostIP,
+    Pod,
+    PodCondition,
+    PodIP,
+    PodStatus,
+)
+from .calls import ProviderCaller, ProviderError, SerialTasks
+from .events import NORMAL, WARNING, EventRecorder, ObjectRef
+from .heartbeat import LeaseHeldError, LeaseKeeper, NodeStatusReporter, build_node, utcnow
+from .logs import log_fields
+from .provider import NodeDescription, pending_status
+
+__all__ = ["LeaseHeldError", "NodeAgent", "NodeGroup", "PodWatcher"]
+
+log = logging.getLogger(__name__)
+
+
+def _log(level: int, message: str, **fields: Any) -> None:
+    log_fields(log, level, message, **fields)
+
+
+PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+ON_STOP = ("leave", "cordon")
+
+
+# --- upkeep requests, counted apart from pod status -----------------------------------------
+
+_VERBS = {
+    "get_lease": "get",
+    "create_lease": "create",
+    "update_lease": "update",
+    "get_node": "get",
+    "create_node": "create",
+    "patch_node": "patch",
+    "patch_node_status": "patch",
+    "create_event": "create",
+    "patch_event": "patch",
+}
+
+
+class _UpkeepClient:
+    """The client, for leases, the Node and Events: counts those requests by verb (they are not pod status)."""
+
+    def __init__(self, client: Any, counter: Counter[str], lock: threading.Lock) -> None:
+        self._client = client
+        self._counter = counter
+        self._lock = lock
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._client, name)  # AttributeError: the client has no such API
+        verb = _VERBS.get(name)
+        if verb is None:
+            return fn
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self._counter[verb] += 1
+            return fn(*args, **kwargs)
+
+        return counted
+
+
+# --- per-pod state ------------------------------------------------------------------------
+
+
+@dataclass
+class _PodState:
+    pod: Pod
+    admitted: bool = False
+    rejected: bool = False
+    created: bool = False
+    deleting: bool = False
+    stopped: bool = False
+    create_failures: int = 0
+    retry_at: float | None = None
+    last_report: PodStatus | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _non_kubelet_conditions(pod: Pod) -> tuple[tuple[str, str], ...]:
+    return tuple((c.type, c.status) for c in pod.status.conditions or () if not is_kubelet_owned(c.type))
+
+
+def _waiting(c: Any, reason: str) -> ContainerStatus:
+    return ContainerStatus(
+        name=c.name,
+        image=c.image or "",
+        ready=False,
+        restart_count=0,
+        state=ContainerState(waiting=ContainerStateWaiting(reason=reason)),
+    )
+
+
+class _Garbage(ValueError):
+    """The provider reported a status that cannot be a pod's status."""
+
+
+class _Notifier:
+    """What the provider gets: reports go to the agent, never to the API server."""
+
+    def __init__(self, agent: NodeAgent) -> None:
+        self._agent = agent
+
+    def pod_status(self, pod_uid: str, status: PodStatus) -> None:
+        self._agent.report(pod_uid, status)
+
+    def event(
+        self, pod_uid: str, type: str, reason: str, message: str, field_path: str | None = None
+    ) -> None:
+        self._agent.pod_event(pod_uid, type, reason, message, field_path)
+
+
+class _Safety:
+    """Pod deletion safety from the provider: reclaimed once the provider stopped the pod.
+
+    Lock-free reads: the status manager asks while holding its lock, and the agent
+    calls the manager while holding a pod's lock.
+    """
+
+    def __init__(self, agent: NodeAgent) -> None:
+        self._agent = agent
+
+    def pod_resources_are_reclaimed(self, pod: Pod, status: PodStatus) -> bool:
+        state = self._agent._states.get(pod.uid)
+        if state is None:
+            return pod.uid not in self._agent._provider_uids
+        every = (*(status.init_container_statuses or ()), *(status.container_statuses or ()))
+        return state.stopped and not any(cs.state.running is not None for cs in every)
+
+    def pod_could_have_running_containers(self, pod: Pod) -> bool:
+        state = self._agent._states.get(pod.uid)
+        if state is None:
+            return pod.uid in self._agent._provider_uids
+        if state.stopped:
+            return False
+        report = state.last_report
+        if report is None:
+            return state.created or pod.uid in self._agent._provider_uids
+        # What the provider said last: a finished job's phase may go out once nothing runs.
+        every = (*(report.init_container_statuses or ()), *(report.container_statuses or ()))
+        return any(cs.state.running is not None for cs in every)
+
+
+# --- the agent ----------------------------------------------------------------------------
+
+
+class NodeAgent:
+    """A kubelet-like agent for one node: ``NodeAgent(client, provider, node_name, ...)``.
+
+    ``client`` implements the NodeClient protocol (pods, nodes, leases, events).
+    Intervals are the kubelet's by default; tests shorten them.
+    ``manager_options`` go to :func:`podstatus.new_manager` (default: the fast path).
+    ``take_over`` starts even when another live agent holds the node's Lease.
+    ``watch=False`` leaves the pod watch to a :class:`NodeGroup` that feeds
+    :meth:`handle_pod_event` and :meth:`relist`.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        provider: Any,
+        node_name: str,
+        *,
+        identity: str | None = None,
+        take_over: bool = False,
+        lease_duration: int = 40,
+        lease_renew_interval: float = 10.0,
+        node_status_update_frequency: float = 10.0,
+        node_status_report_frequency: float = 300.0,
+        provider_timeout: float = 10.0,
+        status_poll_interval: float = 5.0,
+        create_retry_max: float = 60.0,
+        housekeeping_interval: float = 0.5,
+        watch: bool = True,
+        watch_timeout: float = 300.0,
+        manager_options: Mapping[str, Any] | None = None,
+        on_sync: Callable[[SyncRecord], None] | None = None,
+        on_watch_event: Callable[[str, Pod], None] | None = None,
+        on_lost: Callable[[NodeAgent], None] | None = None,
+        event_component: str = "podstatus-node",
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.client = client
+        self.provider = provider
+        self.node_name = node_name
+        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:12]}"
+        self.take_over = take_over
+        self.lease_renew_interval = lease_renew_interval
+        self.node_status_update_frequency = node_status_update_frequency
+        self.status_poll_interval = status_poll_interval
+        self.create_retry_max = create_retry_max
+        self.housekeeping_interval = housekeeping_interval
+        self.provider_timeout = provider_timeout
+        self.clock = clock
+        self._on_watch_event = on_watch_event
+        self._on_lost = on_lost
+
+        self.upkeep_requests: Counter[str] = Counter()
+        self._upkeep_lock = threading.Lock()
+        upkeep = _UpkeepClient(client, self.upkeep_requests, self._upkeep_lock)
+        self.lease = LeaseKeeper(upkeep, node_name, self.identity, duration=lease_duration, clock=clock)
+        self.node_status = NodeStatusReporter(
+            node_name, report_frequency=node_status_report_frequency, clock=clock
+        )
+        self.recorder = EventRecorder(upkeep, component=event_component, host=node_name)
+        self._upkeep = upkeep
+        self.calls = ProviderCaller(provider_timeout, workers=32, name=f"provider-{node_name}")
+        self._tasks = SerialTasks(workers=32, name=f"pods-{node_name}")
+
+        self.pods = BasicPodManager()
+        options = dict(manager_options if manager_options is not None else {"fast_path": True})
+        if on_sync is not None:
+            options["on_sync"] = on_sync
+        self.manager: Manager = new_manager(client, self.pods, _Safety(self), **options)
+
+        self._states: dict[str, _PodState] = {}
+        self._lock = threading.RLock()
+        self._provider_uids: set[str] = set()
+        self._provider_pods: dict[str, Pod] = {}
+        self.deleted_uids: set[str] = set()
+        self.watch_events = 0
+        self._description = NodeDescription()
+        self._node_uid = ""
+        self._notifying = False
+        self._ready_error: str | None = None
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._watcher = (
+            PodWatcher(client, self, f"spec.nodeName={node_name}", timeout=watch_timeout) if watch else None
+        )
+        self._started = False
+        self._first_list_done = False
+        self.last_housekeeping = 0.0
+        self.lost = False
+        self._no_status_api = False
+
+    # -- reading -------------------------------------------------------------------------
+
+    @property
+    def watch_errors(self) -> int:
+        return self._watcher.errors if self._watcher is not None else 0
+
+    def pod_states(self) -> dict[str, _PodState]:
+        with self._lock:
+            return dict(self._states)
+
+    def healthy(self) -> bool:
+        """For a liveness probe: the housekeeping loop is turning and the node is ours."""
+        limit = max(5.0, 3 * max(self.housekeeping_interval, 1.0))
+        return self._started and not self.lost and time.monotonic() - self.last_housekeeping < limit
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Check the Lease, register the Node, start everything. Raises :class:`LeaseHeldError`."""
+        if self._started:
+            return
+        self.lease.check(self.take_over)
+        self._description = self._describe()
+        self.register_node()
+        self.lease.node_uid = self._node_uid
+        self.lease.renew()
+        self._post_node_status(force=True)
+        notify = getattr(self.provider, "notify_pods", None)
+        if notify is not None:
+            try:
+                self.calls.call("notify_pods", notify, _Notifier(self))
+                self._notifying = True
+            except ProviderError as err:
+                _log(
+                    logging.ERROR,
+                    "provider cannot notify; polling its pod status",
+                    node=self.node_name,
+                    error=err,
+                )
+        try:
+            running = list(self.calls.call("get_pods", self.provider.get_pods) or ())
+            self._provider_pods = {p.uid: p for p in running if isinstance(p, Pod)}
+            self._provider_uids = set(self._provider_pods)
+        except ProviderError as err:
+            _log(logging.ERROR, "provider could not list its pods", node=self.node_name, error=err)
+        self._stop.clear()
+        self.recorder.start()
+        self.manager.start()
+        self._started = True
+        self.last_housekeeping = time.monotonic()
+        self.recorder.event(
+            ObjectRef.for_node(self.node_name), NORMAL, "Starting", "Starting podstatus node agent."
+        )
+        for target, name in ((self._housekeeping, "housekeeping"), (self._lease_loop, "lease")):
+            t = threading.Thread(target=target, name=f"{name}-{self.node_name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        if self._watcher is not None:
+            self._watcher.start()
+        _log(
+            logging.INFO,
+            "node agent started",
+            node=self.node_name,
+            identity=self.identity,
+            providerPods=len(self._provider_uids),
+        )
+
+    def stop(self, on_stop: str = "leave", timeout: float = 5.0) -> None:
+        """Stop. ``on_stop="cordon"`` marks the Node unschedulable first; pods are left as they are."""
+        if on_stop not in ON_STOP:
+            raise ValueError(f"on_stop must be one of {', '.join(ON_STOP)}")
+        if on_stop == "cordon" and self._started:
+            self.cordon()
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.stop()
+        for t in self._threads:
+            t.join(timeout)
+        self._threads.clear()
+        self._tasks.wait_idle(min(timeout, 2.0))
+        self.manager.stop(timeout=timeout)
+        self.recorder.stop(min(timeout, 2.0))
+        if self._started:
+            self.lease.release()
+        close = getattr(self.provider, "close", None)
+        if close is not None:
+            try:
+                self.calls.call("close", close)
+            except ProviderError as err:
+                _log(logging.WARNING, "provider close failed", node=self.node_name, error=err)
+        self._tasks.close()
+        self.calls.close()
+        self._started = False
+        _log(logging.INFO, "node agent stopped", node=self.node_name, onStop=on_stop)
+
+    def cordon(self) -> None:
+        try:
+            self._upkeep.patch_node(self.node_name, msgspec.json.encode({"spec": {"unschedulable": True}}))
+            self.recorder.event(
+                ObjectRef.for_node(self.node_name),
+                NORMAL,
+                "NodeNotSchedulable",
+                f"Node {self.node_name} status is now: NodeNotSchedulable",
+            )
+            _log(logging.INFO, "node cordoned", node=self.node_name)
+        except (ApiError, AttributeError) as err:
+            _log(logging.ERROR, "could not cordon the node", node=self.node_name, error=err)
+
+    # -- the Node ------------------------------------------------------------------------
+
+    def _describe(self) -> NodeDescription:
+        try:
+            description = self.calls.call("node_description", self.provider.node_description)
+        except ProviderError as err:
+            _log(logging.ERROR, "provider could not describe the node", node=self.node_name, error=err)
+            return self._description
+        if not isinstance(description, NodeDescription):
+            _log(
+                logging.ERROR,
+                "provider described the node with something that is not a NodeDescription",
+                node=self.node_name,
+                got=type(description).__name__,
+            )
+            return self._description
+        return description
+
+    def register_node(self) -> None:
+        """Create the Node, or adopt an existing one of that name."""
+        node = build_node(self.node_name, self._description)
+        try:
+            created = self._upkeep.create_node(node)
+            self._node_uid = str((created.get("metadata") or {}).get("uid") or "")
+            _log(logging.INFO, "node registered", node=self.node_name)
+            return
+        except ConflictError:
+            pass
+        except ApiError as err:
+            if err.code != 409:
+                raise
+        try:
+            existing = self._upkeep.get_node(self.node_name)
+        except AttributeError:
+            _log(logging.INFO, "node exists; the client cannot read it", node=self.node_name)
+            return
+        self._node_uid = str((existing.get("metadata") or {}).get("uid") or "")
+        self.node_status.adopt(existing)
+        labels = (existing.get("metadata") or {}).get("labels") or {}
+        missing = {k: v for k, v in node["metadata"]["labels"].items() if labels.get(k) != v}
+        if missing:
+            try:
+                self._upkeep.patch_node(
+                    self.node_name, msgspec.json.encode({"metadata": {"labels": missing}})
+                )
+            except (ApiError, AttributeError) as err:
+                _log(logging.WARNING, "could not update the node's labels", node=self.node_name, error=err)
+        _log(logging.INFO, "node adopted", node=self.node_name, uid=self._node_uid)
+
+    def _post_node_status(self, *, force: bool = False) -> None:
+        error: str | None = None
+        ping = getattr(self.provider, "ping", None)
+        if ping is not None:
+            try:
+                self.calls.call("ping", ping)
+            except ProviderError as err:
+                error = str(err)
+        self._description = self._describe()
+        was_ready = self._ready_error is None
+        self._ready_error = error
+        if error is not None and was_ready:
+            _log(logging.ERROR, "provider is not healthy: node not ready", node=self.node_name, error=error)
+        if not force and not self.node_status.due(self._description, error):
+            return
+        status = self.node_status.build(self._description, error)
+        body = msgspec.json.encode({"status": status})
+        try:
+            self._upkeep.patch_node_status(self.node_name, body)
+        except NotFoundError:
+            _log(logging.WARNING, "the node is gone; registering it again", node=self.node_name)
+            try:
+                self.node_status.forget()
+                self.register_node()
+                self.lease.node_uid = self._node_uid
+                self._upkeep.patch_node_status(self.node_name, body)
+            except ApiError as err:
+                _log(logging.ERROR, "could not register the node again", node=self.node_name, error=err)
+                return
+        except ApiError as err:
+            _log(logging.WARNING, "failed to post node status", node=self.node_name, error=err)
+            return
+        except AttributeError:
+            # A client with pods only (a test harness): the node lives by its registration alone.
+            if not self._no_status_api:
+                _log(logging.WARNING, "the client cannot post node status", node=self.node_name)
+            self._no_status_api = True
+            return
+        self.node_status.posted(self._description, error)
+        ready = error is None
+        if ready != was_ready or force:
+            self.recorder.event(
+                ObjectRef.for_node(self.node_name),
+                NORMAL,
+                "NodeReady" if ready else "NodeNotReady",
+                f"Node {self.node_name} status is now: {'NodeReady' if ready else 'NodeNotReady'}",
+            )
+
+    # -- housekeeping ----------------------------------------------------------------------
+
+    def _lease_loop(self) -> None:
+        """Its own thread: a provider that hangs (ping, describe) must never delay the heartbeat."""
+        while not self._stop.wait(self.lease_renew_interval):
+            try:
+                self.lease.renew()
+            except Exception:
+                log.exception("lease renewal failed, it goes on node=%s", self.node_name)
+            if self.lease.lost and not self.lost:
+                self._lose()
+                return
+
+    def _housekeeping(self) -> None:
+        next_status = time.monotonic() + self.node_status_update_frequency
+        next_poll = time.monotonic() + self.status_poll_interval
+        while not self._stop.wait(self.housekeeping_interval):
+            now = time.monotonic()
+            self.last_housekeeping = now
+            try:
+                if self.lease.recreated:
+                    # The Lease vanished (its Node deleted, and the Lease collected with it?): post
+                    # now, which registers the Node again if it is gone.
+                    self.lease.recreated = False
+                    next_status = now + self.node_status_update_frequency
+                    self._post_node_status(force=True)
+                elif now >= next_status:
+                    next_status = now + self.node_status_update_frequency
+                    self._post_node_status()
+                if not self._notifying and now >= next_poll:
+                    next_poll = now + self.status_poll_interval
+                    self._poll()
+                self._retry_due(now)
+            except Exception:
+                log.exception("housekeeping failed, it goes on node=%s", self.node_name)
+
+    def _lose(self) -> None:
+        """Another agent took the node over: stop writing anything for it."""
+        self.lost = True
+        _log(logging.ERROR, "another agent took this node over; stopping", node=self.node_name)
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.stop()
+        self.manager.stop(timeout=1)
+        if self._on_lost is not None:
+            self._on_lost(self)
+
+    def _poll(self) -> None:
+        for uid, state in self.pod_states().items():
+            if state.created and not state.stopped and not state.deleting:
+                self._tasks.submit(uid, self._refresh_status, uid)
+
+    def _retry_due(self, now: float) -> None:
+        for uid, state in self.pod_states().items():
+            if state.retry_at is not None and state.retry_at <= now:
+                state.retry_at = None
+                self._tasks.submit(uid, self._create_pod, uid)
+
+    # -- the pod watch --------------------------------------------------------------------
+
+    def relist(self, pods: Iterable[Pod]) -> None:
+        """A full list of the node's pods (start, or after 410 Gone): add, update, forget."""
+        seen: set[str] = set()
+        for pod in pods:
+            seen.add(pod.uid)
+            self.handle_pod_event("ADDED", pod)
+        for state in list(self.pod_states().values()):
+            if state.pod.uid not in seen:
+                self.handle_pod_event("DELETED", state.pod)
+        if not self._first_list_done:
+            self._first_list_done = True
+            # Pods the provider runs that the API server no longer has: orphans, stop them.
+            for uid, pod in self._provider_pods.items():
+                if uid not in seen:
+                    _log(
+                        logging.INFO, "stopping a pod the API server no longer has", pod=pod.key(), podUID=uid
+                    )
+                    self._tasks.submit(uid, self._provider_delete, pod, 0)
+
+    def handle_pod_event(self, kind: str, pod: Pod) -> None:
+        """One watch event. Cheap: provider calls go to the pod's task queue."""
+        self.watch_events += 1
+        if self._on_watch_event is not None:
+            self._on_watch_event(kind, pod)
+        if pod.spec.node_name != self.node_name or self.lost:
+            return
+        if kind == "DELETED":
+            self._forget(pod)
+            return
+        if kind not in ("ADDED", "MODIFIED"):
+            return
+        with self._lock:
+            state = self._states.get(pod.uid)
+            if state is None:
+                if pod.uid in self.deleted_uids:
+                    return  # a late event of a pod already gone
+                self._new_pod(pod)
+                return
+            old, state.pod = state.pod, pod
+        self.pods.update_pod(pod)
+        if pod.metadata.deletion_timestamp is not None and not state.deleting:
+            state.deleting = True
+            self._tasks.submit(pod.uid, self._stop_pod, pod.uid)
+            return
+        if state.deleting or state.rejected:
+            return
+        if _non_kubelet_conditions(old) != _non_kubelet_conditions(pod) and state.last_report is not None:
+            # A readiness gate moved: Ready must follow.
+            self._tasks.submit(pod.uid, self._republish, pod.uid)
+        if state.created and (
+            old.spec != pod.spec
+            or old.metadata.labels != pod.metadata.labels
+            or old.metadata.annotations != pod.metadata.annotations
+        ):
+            self._tasks.submit(pod.uid, self._update_pod, pod.uid)
+
+    def _new_pod(self, pod: Pod) -> None:
+        # Under self._lock.
+        uid = pod.uid
+        state = _PodState(pod=pod)
+        self._states[uid] = state
+        self.pods.add_pod(pod)
+        if is_terminal_phase(pod.status.phase):
+            # Finished before we saw it (or before a restart): nothing to run. Seed the cache with
+            # what the server holds, so a deletion handshake can still complete.
+            state.stopped = uid not in self._provider_uids
+            state.admitted = True
+            self._seed(state)
+            if uid in self._provider_uids:
+                self._tasks.submit(uid, self._stop_pod, uid)
+            return
+        adopted = (
+            uid in self._provider_uids
+            or pod.status.phase not in (None, "", "Pending")
+            or bool(pod.status.container_statuses)
+        )
+        if adopted:
+            # A restart: what the server holds is the truth until the provider says otherwise.
+            self._seed(state)
+        if pod.metadata.deletion_timestamp is not None:
+            state.deleting = True
+            state.admitted = True
+            self._tasks.submit(uid, self._stop_pod, uid)
+            return
+        if not adopted and not self._admit(state):
+            return
+        state.admitted = True
+        self._tasks.submit(uid, self._create_pod, uid)
+
+    def _seed(self, state: _PodState) -> None:
+        try:
+            self.manager.set_pod_status(state.pod, state.pod.status)
+        except InvalidObjectError as err:
+            _log(logging.WARNING, "cannot adopt the server's status", pod=state.pod.key(), error=err)
+
+    def _admit(self, state: _PodState) -> bool:
+        """The kubelet's pods-capacity admission; a pod that does not fit is failed, not run."""
+        capacity = self._description.pods_capacity()
+        if capacity is None:
+            return True
+        used = sum(
+            1
+            for s in self._states.values()
+            if s.admitted and not is_terminal_phase(s.pod.status.phase) and not s.stopped
+        )
+        if used + 1 <= capacity:
+            return True
+        reason = "OutOfpods"
+        message = f"Node didn't have enough resource: pods, requested: 1, used: {used}, capacity: {capacity}"
+        state.rejected = True
+        state.stopped = True
+        pod = state.pod
+        _log(
+            logging.WARNING,
+            "pod rejected at admission",
+            pod=pod.key(),
+            podUID=pod.uid,
+            reason=reason,
+            detail=message,
+        )
+        self.recorder.event(ObjectRef.for_pod(pod), WARNING, reason, message)
+        status = PodStatus(
+            phase="Failed",
+            reason=reason,
+            message=f"Pod was rejected: {message}",
+            qos_class=pod.status.qos_class or compute_pod_qos(pod.spec.to_dict()),
+        )
+        try:
+            self.manager.set_pod_status(pod, status)
+        except InvalidObjectError as err:
+            _log(logging.ERROR, "could not fail a rejected pod", pod=pod.key(), error=err)
+        return False
+
+    def _forget(self, pod: Pod) -> None:
+        with self._lock:
+            state = self._states.pop(pod.uid, None)
+            self.deleted_uids.add(pod.uid)
+            self.pods.remove_pod(pod)
+            keep = set(self._states)
+        self.manager.remove_orphaned_statuses(keep)
+        if state is not None and not state.stopped and (state.created or pod.uid in self._provider_uids):
+            # Deleted at once (grace 0, or a force delete): the provider must still stop it.
+            self._tasks.submit(pod.uid, self._provider_delete, pod, 0)
+
+    # -- per-pod tasks (on the pod's serial queue) --------------------------------------------
+
+    def _create_pod(self, uid: str) -> None:
+        state = self._states.get(uid)
+        if state is None or state.deleting or state.stopped:
+            return
+        pod = state.pod
+        if uid in self._provider_uids:
+            state.created = True  # it survived our restart: nothing to create
+        else:
+            try:
+                self.calls.call("create_pod", self.provider.create_pod, pod)
+            except ProviderError as err:
+                state.create_failures += 1
+                delay = min(self.create_retry_max, 2.0 ** (state.create_failures - 1))
+                state.retry_at = time.monotonic() + delay
+                _log(
+                    logging.ERROR,
+                    "provider could not create the pod",
+                    pod=pod.key(),
+                    podUID=uid,
+                    retryIn=f"{delay:.0f}s",
+                    error=err,
+                )
+                self.recorder.event(
+                    ObjectRef.for_pod(pod), WARNING, "FailedCreatePodSandBox", f"Failed to create pod: {err}"
+                )
+                if self.manager.get_pod_status(uid) is None:
+                    self.report(uid, pending_status(pod))
+                return
+            state.created = True
+        if not self._notifying or state.last_report is None:
+            self._refresh_status(uid)
+        if state.last_report is None and self.manager.get_pod_status(uid) is None:
+            self.report(uid, pending_status(pod))
+
+    def _refresh_status(self, uid: str) -> None:
+        state = self._states.get(uid)
+        if state is None:
+            return
+        try:
+            status = self.calls.call("get_pod_status", self.provider.get_pod_status, state.pod)
+        except ProviderError as err:
+            _log(logging.WARNING, "provider could not report pod status", pod=state.pod.key(), error=err)
+            return
+        if status is not None:
+            self.report(uid, status)
+
+    def _update_pod(self, uid: str) -> None:
+        state = self._states.get(uid)
+        if state is None or state.deleting:
+            return
+        try:
+            self.calls.call("update_pod", self.provider.update_pod, state.pod)
+        except ProviderError as err:
+            _log(logging.WARNING, "provider could not update the pod", pod=state.pod.key(), error=err)
+            self.recorder.event(ObjectRef.for_pod(state.pod), WARNING, "FailedUpdate", str(err))
+
+    def _republish(self, uid: str) -> None:
+        state = self._states.get(uid)
+        if state is not None and state.last_report is not None:
+            self.report(uid, state.last_report)
+
+    def _grace_period(self, pod: Pod) -> int:
+        if pod.metadata.deletion_grace_period_seconds is not None:
+            return max(0, pod.metadata.deletion_grace_period_seconds)
+        if pod.spec.termination_grace_period_seconds is not None:
+            return max(0, pod.spec.termination_grace_period_seconds)
+        return 30
+
+    def _stop_pod(self, uid: str) -> None:
+        """The pod is being deleted: stop it (within its grace period), report, finish the handshake."""
+        state = self._states.get(uid)
+        if state is None or (state.stopped and state.rejected):
+            if state is not None:
+                self.manager.terminate_pod(state.pod)
+            return
+        pod = state.pod
+        if not state.stopped and (state.created or uid in self._provider_uids):
+            grace = self._grace_period(pod)
+            report = state.last_report or pod.status
+            for cs in report.container_statuses or ():
+                if cs.state.running is not None:
+                    self.recorder.event(
+                        ObjectRef.for_pod(pod, f"spec.containers{{{cs.name}}}"),
+                        NORMAL,
+                        "Killing",
+                        f"Stopping container {cs.name}",
+                    )
+            self._provider_delete(pod, grace)
+            self._refresh_status(uid)
+        state.stopped = True
+        state.retry_at = None
+        # Whatever the provider could not say: containers it lost are terminated, the phase terminal.
+        self.manager.terminate_pod(state.pod)
+
+    def _provider_delete(self, pod: Pod, grace: int) -> None:
+        try:
+            # The provider has the grace period to stop the pod, and a little more to say so.
+            self.calls.call(
+                "delete_pod", self.provider.delete_pod, pod, grace, timeout=grace + self.provider_timeout
+            )
+        except ProviderError as err:
+            _log(logging.ERROR, "provider could not stop the pod", pod=pod.key(), podUID=pod.uid, error=err)
+            self.recorder.event(ObjectRef.for_pod(pod), WARNING, "FailedKillPod", f"error killing pod: {err}")
+
+    # -- reports from the provider ---------------------------------------------------------------
+
+    def pod_event(
+        self, pod_uid: str, type: str, reason: str, message: str, field_path: str | None = None
+    ) -> None:
+        state = self._states.get(pod_uid)
+        if state is None:
+            _log(logging.DEBUG, "event for a pod the agent does not know", podUID=pod_uid, reason=reason)
+            return
+        if type not in (NORMAL, WARNING) or not isinstance(reason, str) or not reason:
+            _log(logging.ERROR, "provider sent an invalid event", podUID=pod_uid, type=type, reason=reason)
+            return
+        self.recorder.event(ObjectRef.for_pod(state.pod, field_path), type, reason, str(message))
+
+    def report(self, pod_uid: str, status: Any) -> None:
+        """A status from the provider: completed with the kubelet's conditions, then to the manager."""
+        state = self._states.get(pod_uid)
+        if state is None or state.rejected:
+            return
+        with state.lock:
+            try:
+                complete = self._complete(state, status)
+            except (_Garbage, TypeError, AttributeError, ValueError) as err:
+                # Whatever shape it had, it is the provider's mistake: said, never written.
+                self._refuse(state, f"provider reported an unusable status: {err}")
+                return
+            cached = self.manager.get_pod_status(pod_uid)
+            if state.stopped and any(
+                cs.state.running is not None
+                for cs in (*(complete.init_container_statuses or ()), *(complete.container_statuses or ()))
+            ):
+                self._refuse(state, "provider reported a container running in a pod it has stopped")
+                return
+            problem = check_container_state_transition(cached or state.pod.status, complete, state.pod.spec)
+            if problem is not None:
+                self._refuse(state, f"provider reported an impossible transition: {problem}")
+                return
+            state.last_report = status
+            try:
+                self.manager.set_pod_status(state.pod, complete)
+            except InvalidObjectError as err:
+                self._refuse(state, f"provider reported an invalid status: {err}")
+
+    def _refuse(self, state: _PodState, message: str) -> None:
+        _log(logging.ERROR, message, pod=state.pod.key(), podUID=state.pod.uid)
+        self.recorder.event(ObjectRef.for_pod(state.pod), WARNING, "ProviderError", message)
+
+    def _complete(self, state: _PodState, status: Any) -> PodStatus:
+        if not isinstance(status, PodStatus):
+            raise _Garbage(f"expected a PodStatus, got {type(status).__name__}")
+        if status.phase not in PHASES:
+            raise _Garbage(f"phase {status.phase!r} is not one of {', '.join(PHASES)}")
+        pod = state.pod
+        base = self.manager.get_pod_status(pod.uid) or pod.status
+        inits = self._containers(status.init_container_statuses, pod.spec.init_containers or (), base, True)
+        mains = self._containers(status.container_statuses, pod.spec.containers, base, False)
+        phase = status.phase
+        if phase == "Pending" and base.phase == "Running":
+            # Containers waiting again (restarts, a resumed pod) do not make a running pod Pending.
+            phase = "Running"
+        every = [*(inits or ()), *(mains or ())]
+        conditions: list[PodCondition] = [
+            c for c in pod.status.conditions or () if not is_kubelet_owned(c.type)
+        ]
+        known = {c.type for c in conditions}
+        conditions += [
+            c
+            for c in status.conditions or ()
+            if isinstance(c, PodCondition) and not is_kubelet_owned(c.type) and c.type not in known
+        ]
+        started = bool(status.pod_ip) or any(cs.state.waiting is None for cs in every)
+        conditions.append(PodCondition(type=POD_SCHEDULED, status="True"))
+        conditions.append(
+            PodCondition(
+                type=POD_READY_TO_START_CONTAINERS,
+                status="True" if started and not is_terminal_phase(phase) else "False",
+            )
+        )
+        conditions.append(generate_pod_initialized_condition(pod.spec, every, phase))
+        conditions.append(generate_containers_ready_condition(pod.spec, every, phase))
+        conditions.append(generate_pod_ready_condition(pod.spec, conditions, every, phase))
+        host_ip = next(
+            (a.get("address") for a in self._description.addresses if a.get("type") == "InternalIP"), None
+        )
+        # The API server keeps podIP and podIPs in step: so do we, or every resync would differ.
+        pod_ip, pod_ips = status.pod_ip, status.pod_ips
+        if pod_ip and not pod_ips:
+            pod_ips = (PodIP(ip=pod_ip),)
+        elif pod_ips and not pod_ip:
+            pod_ip = pod_ips[0].ip
+        return status.replace(
+            phase=phase,
+            pod_ip=pod_ip,
+            pod_ips=pod_ips,
+            conditions=tuple(conditions),
+            host_ip=host_ip,
+            host_ips=(HostIP(ip=host_ip),) if host_ip else None,
+            init_container_statuses=inits,
+            container_statuses=mains,
+            qos_class=pod.status.qos_class or compute_pod_qos(pod.spec.to_dict()),
+            start_time=None,
+        )
+
+    def _containers(
+        self,
+        reported: Any,
+        spec: Iterable[Any],
+        base: PodStatus,
+        init: bool,
+    ) -> tuple[ContainerStatus, ...] | None:
+        spec = tuple(spec)
+        if not spec:
+            return None
+        if reported is not None and not isinstance(reported, tuple | list):
+            raise _Garbage(f"container statuses must be a list, got {type(reported).__name__}")
+        by_name: dict[str, ContainerStatus] = {}
+        for cs in reported or ():
+            if not isinstance(cs, ContainerStatus):
+                raise _Garbage(f"expected a ContainerStatus, got {type(cs).__name__}")
+            by_name.setdefault(cs.name, cs)
+        names = {c.name for c in spec}
+        unknown = sorted(set(by_name) - names)
+        if unknown:
+            raise _Garbage(f"statuses for containers the pod does not have: {', '.join(unknown)}")
+        previous = {
+            cs.name: cs for cs in (base.init_container_statuses if init else base.container_statuses) or ()
+        }
+        out = []
+        for c in spec:
+            cs = by_name.get(c.name) or _waiting(c, "PodInitializing" if init else "ContainerCreating")
+            before = previous.get(c.name)
+            if (
+                before is not None
+                and isinstance(cs.restart_count, int)
+                and cs.restart_count < before.restart_count
+            ):
+                cs = cs.replace(restart_count=before.restart_count)  # counts survive a restart of the agent
+            if not cs.image:
+                cs = cs.replace(image=c.image or "")
+            out.append(cs)
+        return tuple(out)
+
+
+# --- the pod watch ------------------------------------------------------------------------------
+
+
+class PodWatcher:
+    """List+watch pods with a field selector and feed a handler; relists on 410 Gone.
+
+    ``handler`` has ``relist(pods)`` and ``handle_pod_event(kind, pod)``.
+    """
+
+    def __init__(self, client: Any, handler: Any, field_selector: str, *, timeout: float = 300.0) -> None:
+        self.client = client
+        self.handler = handler
+        self.field_selector = field_selector
+        self.timeout = timeout
+        self.errors = 0
+        self.relists = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="podstatus-node-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        self._thread = None
+
+    def _run(self) -> None:
+        resource_version: str | None = None
+        delay = 0.2
+        while not self._stop.is_set():
+            try:
+                if resource_version is None:
+                    pods, resource_version = self.client.list_pods(field_selector=self.field_selector)
+                    self.relists += 1
+                    self.handler.relist(pods)
+                for kind, pod in self.client.watch_pods(
+                    field_selector=self.field_selector,
+                    resource_version=resource_version,
+                    timeout_seconds=max(1, int(self.timeout)),
+                    stop_event=self._stop,
+                ):
+                    if self._stop.is_set():
+                        return
+                    resource_version = pod.metadata.resource_version or resource_version
+                    if kind in ("BOOKMARK", "ERROR"):
+                        continue
+                    self.handler.handle_pod_event(kind, pod)
+                delay = 0.2
+            except GoneError:
+                _log(logging.INFO, "pod watch expired (410); listing again", selector=self.field_selector)
+                resource_version = None
+            except ApiError as err:
+                self.errors += 1
+                _log(logging.WARNING, "pod watch failed", retryIn=f"{delay:.1f}s", error=err)
+                self._stop.wait(delay)
+                delay = min(delay * 2, 5.0)
+                resource_version = None
+            except Exception:
+                self.errors += 1
+                log.exception("pod watch error")
+                self._stop.wait(delay)
+                delay = min(delay * 2, 5.0)
+                resource_version = None
+
+
+class NodeGroup:
+    """Several agents in one process sharing one pod watch (``spec.nodeName!=``, dispatched by node)."""
+
+    def __init__(self, client: Any, agents: Iterable[NodeAgent], *, watch_timeout: float = 300.0) -> None:
+        self.agents = {a.node_name: a for a in agents}
+        for agent in self.agents.values():
+            if agent._watcher is not None:
+                raise ValueError("agents of a NodeGroup are built with watch=False")
+        self.watcher = PodWatcher(client, self, "spec.nodeName!=", timeout=watch_timeout)
+
+    def relist(self, pods: Iterable[Pod]) -> None:
+        by_node: dict[str, list[Pod]] = {name: [] for name in self.agents}
+        for pod in pods:
+            if pod.spec.node_name in by_node:
+                by_node[pod.spec.node_name].append(pod)
+        for name, agent in self.agents.items():
+            agent.relist(by_node[name])
+
+    def handle_pod_event(self, kind: str, pod: Pod) -> None:
+        agent = self.agents.get(pod.spec.node_name or "")
+        if agent is not None:
+            agent.handle_pod_event(kind, pod)
+
+    def start(self) -> None:
+        for agent in self.agents.values():
+            agent.start()
+        self.watcher.start()
+
+    def stop(self, on_stop: str = "leave") -> None:
+        self.watcher.stop()
+        for agent in self.agents.values():
+            agent.stop(on_stop)
+
+    def healthy(self) -> bool:
+        return all(a.healthy() for a in self.agents.values())

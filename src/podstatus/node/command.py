@@ -1,0 +1,256 @@
+"""``podstatus node``: long-running virtual nodes of any cluster, until SIGTERM or SIGINT.
+
+The parser part is added to the ``podstatus`` command by :func:`add_parser`;
+:func:`run` does the work. With ``--nodes N`` the agents share one pod watch
+(:class:`~podstatus.node.agent.NodeGroup`); each has its own Node, Lease and
+status manager.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from .agent import ON_STOP, NodeAgent, NodeGroup
+from .heartbeat import LeaseHeldError
+from .provider import NodeDescription
+from .simulated import SimulatedProvider
+
+__all__ = ["JsonFormatter", "add_parser", "load_provider", "node_names", "run"]
+
+log = logging.getLogger("podstatus.node")
+
+EXIT_LEASE_HELD = 3
+
+# The simulated provider's node in a real cluster: tainted, so the scheduler places only pods that
+# tolerate it (or name the node) there, never a real workload by accident.
+VIRTUAL_NODE = NodeDescription(
+    capacity={"cpu": "64", "memory": "256Gi", "pods": "110"},
+    labels={"type": "podstatus-virtual"},
+    taints=({"key": "podstatus.io/virtual-node", "effect": "NoSchedule"},),
+)
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "node",
+        help="run virtual nodes in a cluster until SIGTERM (the Node, its Lease, pod status, Events)",
+        description="Run virtual nodes of a cluster until SIGTERM/SIGINT. Without --kubeconfig, the "
+        "cluster comes from $KUBECONFIG, ~/.kube/config, or the pod's service account, as kubectl does.",
+    )
+    p.add_argument("--kubeconfig", default=None, help="kubeconfig file")
+    p.add_argument("--context", default=None, help="kubeconfig context")
+    p.add_argument("--name", default="vn", help="node name (with --nodes N: <name>-1 .. <name>-N)")
+    p.add_argument(
+        "--nodes", type=int, default=1, help="virtual nodes in this process (one shared pod watch)"
+    )
+    p.add_argument(
+        "--provider",
+        default=None,
+        help="module:Class of the provider (default: the simulated one, podstatus.node.simulated)",
+    )
+    p.add_argument(
+        "--take-over", action="store_true", help="start even if another live agent holds the Lease"
+    )
+    p.add_argument(
+        "--on-stop",
+        choices=ON_STOP,
+        default="leave",
+        help="on SIGTERM: leave pods as they are, or cordon first",
+    )
+    p.add_argument("--metrics-port", type=int, default=None, help="serve /metrics and /healthz on this port")
+    p.add_argument("--healthz-port", type=int, default=None, help="serve /healthz on this port")
+    p.add_argument("--bind-address", default="0.0.0.0", help="address of the metrics and health endpoints")
+    p.add_argument("--kubelet-mode", action="store_true", help="sync exactly as the kubelet (no fast path)")
+    p.add_argument("--log-format", choices=("text", "json"), default="text", help="log line format")
+    return p
+
+
+def node_names(name: str, count: int) -> list[str]:
+    """``vn`` and 1 -> ``vn-1``; a name ending in a number is used as it is for one node."""
+    if count == 1:
+        return [name if name[-1:].isdigit() else f"{name}-1"]
+    return [f"{name}-{i}" for i in range(1, count + 1)]
+
+
+def load_provider(spec: str | None, node_name: str, index: int) -> Any:
+    """A provider instance for one node: ``module:Class`` (given ``node_name=`` when it takes one)."""
+    if spec is None:
+        return SimulatedProvider(seed=index + 1, description=VIRTUAL_NODE)
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"--provider must be module:Class, got {spec!r}")
+    cls = getattr(importlib.import_module(module_name), attr)
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    return cls(node_name=node_name) if "node_name" in params else cls()
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, and the record's structured fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+            "thread": record.threadName,
+        }
+        fields = getattr(record, "podstatus", None)
+        if isinstance(fields, dict):
+            out.update({k: str(v) for k, v in fields.items()})
+        if record.exc_info:
+            out["error"] = self.formatException(record.exc_info)
+        return json.dumps(out)
+
+
+def _client(args: argparse.Namespace, counter: Any) -> Any:
+    from ..clients.http import HttpKubeClient
+
+    home = Path.home() / ".kube" / "config"
+    if args.kubeconfig or args.context or os.environ.get("KUBECONFIG") or home.exists():
+        return HttpKubeClient.from_kubeconfig(args.kubeconfig, context=args.context, requests=counter)
+    return HttpKubeClient.in_cluster(requests=counter)
+
+
+class _Endpoints(BaseHTTPRequestHandler):
+    health: Callable[[], bool] = staticmethod(lambda: True)
+    metrics: Callable[[], bytes] | None = None
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def do_GET(self) -> None:
+        if self.path.split("?")[0] in ("/healthz", "/livez", "/readyz"):
+            ok = type(self).health()
+            body, code, ctype = (b"ok\n" if ok else b"unhealthy\n"), (200 if ok else 503), "text/plain"
+        elif self.path.split("?")[0] == "/metrics" and type(self).metrics is not None:
+            metrics = type(self).metrics
+            assert metrics is not None
+            body, code, ctype = metrics(), 200, "text/plain; version=0.0.4; charset=utf-8"
+        else:
+            body, code, ctype = b"not found\n", 404, "text/plain"
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def serve_endpoints(
+    addr: str, port: int, health: Callable[[], bool], metrics: Callable[[], bytes] | None
+) -> ThreadingHTTPServer:
+    handler = type(
+        "Endpoints",
+        (_Endpoints,),
+        {"health": staticmethod(health), "metrics": staticmethod(metrics) if metrics else None},
+    )
+    server = ThreadingHTTPServer((addr, port), handler)
+    threading.Thread(target=server.serve_forever, name=f"endpoints-{port}", daemon=True).start()
+    return server
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.log_format == "json":
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonFormatter())
+        root = logging.getLogger()
+        root.handlers[:] = [handler]
+        if root.level > logging.INFO:
+            root.setLevel(logging.INFO)
+    if args.nodes < 1:
+        raise ValueError("--nodes must be at least 1")
+    from prometheus_client import generate_latest
+
+    from ..clients.base import RequestCounter
+    from ..metrics import Metrics
+
+    metrics = Metrics()
+    counter = RequestCounter(metrics.count_request)
+    names = node_names(args.name, args.nodes)
+    # Providers first: a typo in --provider is reported before anything touches the cluster.
+    providers = [load_provider(args.provider, name, i) for i, name in enumerate(names)]
+    try:
+        client = _client(args, counter)
+    except Exception as err:  # kubernetes.config's ConfigException and friends
+        if isinstance(err, ValueError | OSError):
+            raise
+        raise ValueError(f"cannot load the cluster's configuration: {err}") from err
+    options: dict[str, Any] = {} if args.kubelet_mode else {"fast_path": True}
+    if args.nodes > 1 and not args.kubelet_mode:
+        # Many nodes in one process: one sync worker each is plenty, and keeps the thread count sane.
+        options["workers"] = 1
+    agents = [
+        NodeAgent(
+            client,
+            providers[i],
+            name,
+            take_over=args.take_over,
+            manager_options=options,
+            on_sync=metrics.observe_sync,
+            watch=False,
+        )
+        for i, name in enumerate(names)
+    ]
+    group = NodeGroup(client, agents)
+    stop = threading.Event()
+
+    def _handler(signum: int, frame: Any) -> None:
+        log.info("signal received, stopping signal=%s", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGINT, _handler)
+    signal.signal(signal.SIGTERM, _handler)
+
+    servers = []
+    if args.metrics_port is not None:
+        servers.append(
+            serve_endpoints(
+                args.bind_address, args.metrics_port, group.healthy, lambda: generate_latest(metrics.registry)
+            )
+        )
+    if args.healthz_port is not None:
+        servers.append(serve_endpoints(args.bind_address, args.healthz_port, group.healthy, None))
+    started: list[NodeAgent] = []
+    try:
+        for agent in agents:
+            agent.start()
+            started.append(agent)
+        group.watcher.start()
+    except LeaseHeldError as err:
+        print(f"error: {err}", file=sys.stderr)
+        for agent in started:
+            agent.stop()
+        return EXIT_LEASE_HELD
+    print(
+        f"podstatus node: {len(names)} node(s) {', '.join(names[:5])}{' ...' if len(names) > 5 else ''} "
+        f"running against {client.base_url} (on stop: {args.on_stop})",
+        flush=True,
+    )
+    try:
+        while not stop.wait(1.0):
+            if all(a.lost for a in agents):
+                print("error: every node was taken over by another agent", file=sys.stderr)
+                break
+            metrics.pending.set(sum(a.manager.pending_count() for a in agents))
+    finally:
+        group.stop(args.on_stop)
+        for server in servers:
+            server.shutdown()
+        client.close()
+    print("podstatus node: stopped", flush=True)
+    return 0

@@ -1,0 +1,549 @@
+"""``SimulatedProvider``: containers that are make-believe, with a realistic lifecycle.
+
+Each pod goes through image pulls, init containers in order, sidecars,
+start-up and readiness, then what its behaviour says (annotation
+``podstatus.io/behaviour``, see :mod:`podstatus.workloads`): serve until
+deleted, complete, fail, or crash again and again with back-off. Deleting
+stops its containers within the grace period. Every step is reported to the
+agent (status and the kubelet's Events) through the notifier; nothing here
+talks to the API server.
+
+After a restart of the agent, a pod the server shows as running is resumed
+where it was (container IDs, readiness and restart counts from its status),
+not started again from scratch.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..qos import compute_pod_qos
+from ..types import (
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    ContainerStatus,
+    Pod,
+    PodIP,
+    PodStatus,
+)
+from ..workloads import behaviour_of
+from .provider import NodeDescription, PodNotifier
+
+__all__ = ["SimContainer", "SimPod", "SimulatedProvider", "Timings"]
+
+log = logging.getLogger(__name__)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class Timings:
+    """How long simulated things take, in seconds (each drawn uniformly from its range)."""
+
+    image_pull: tuple[float, float] = (0.2, 1.2)
+    init_run: tuple[float, float] = (0.2, 0.8)
+    startup: tuple[float, float] = (0.1, 0.6)
+    readiness: tuple[float, float] = (0.2, 1.5)
+    job_run: tuple[float, float] = (2.0, 8.0)
+    crash_run: tuple[float, float] = (0.3, 1.5)
+    crash_backoff: float = 0.5
+    crash_backoff_max: float = 4.0
+    stop: tuple[float, float] = (0.1, 0.8)
+    gate: tuple[float, float] = (0.2, 1.0)
+
+
+@dataclass
+class SimContainer:
+    name: str
+    image: str
+    init: bool = False
+    sidecar: bool = False
+    state: str = "waiting"  # waiting | running | terminated
+    reason: str = "ContainerCreating"
+    started: bool | None = None
+    ready: bool = False
+    restart_count: int = 0
+    exit_code: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    last_terminated: ContainerStateTerminated | None = None
+    container_id: str = ""
+    backoff: float = 0.0
+
+    @property
+    def field_path(self) -> str:
+        return f"spec.{'initContainers' if self.init else 'containers'}{{{self.name}}}"
+
+    def status(self) -> ContainerStatus:
+        if self.state == "running":
+            state = ContainerState(running=ContainerStateRunning(started_at=self.started_at))
+        elif self.state == "terminated":
+            state = ContainerState(
+                terminated=ContainerStateTerminated(
+                    exit_code=self.exit_code,
+                    reason="Completed" if self.exit_code == 0 else "Error",
+                    started_at=self.started_at,
+                    finished_at=self.finished_at,
+                    container_id=self.container_id or None,
+                )
+            )
+        else:
+            state = ContainerState(waiting=ContainerStateWaiting(reason=self.reason))
+        return ContainerStatus(
+            name=self.name,
+            state=state,
+            last_state=ContainerState(terminated=self.last_terminated)
+            if self.last_terminated
+            else ContainerState(),
+            ready=self.ready,
+            restart_count=self.restart_count,
+            image=self.image,
+            image_id=f"{self.image.split(':')[0]}@sha256:{abs(hash(self.image)):064x}"[:200]
+            if self.state != "waiting" or self.restart_count
+            else "",
+            container_id=self.container_id or None,
+            started=self.started,
+        )
+
+
+@dataclass
+class SimPod:
+    pod: Pod
+    behaviour: str
+    inits: list[SimContainer]
+    containers: list[SimContainer]
+    sandbox_ready: bool = False
+    init_index: int = 0
+    deleting: bool = False
+    stopped: bool = False  # every container has stopped after a delete
+    done: bool = False  # nothing more to do for it
+    pod_ip: str = ""
+    qos_class: str = "BestEffort"
+    generation: int = 0  # bumps on every change of plan: stale timer events are dropped
+
+    @property
+    def uid(self) -> str:
+        return self.pod.uid
+
+    def all_containers(self) -> list[SimContainer]:
+        return [*self.inits, *self.containers]
+
+    def any_running(self) -> bool:
+        return any(c.state == "running" for c in self.all_containers())
+
+
+class SimulatedProvider:
+    """A :class:`~podstatus.node.provider.Provider` whose containers are simulated."""
+
+    def __init__(
+        self,
+        *,
+        timings: Timings | None = None,
+        seed: int = 1,
+        description: NodeDescription | None = None,
+    ) -> None:
+        self.timings = timings or Timings()
+        self.description = description or NodeDescription(
+            capacity={"cpu": "64", "memory": "256Gi", "pods": "110"},
+            labels={"type": "podstatus-simulated"},
+        )
+        self.rng = random.Random(seed)
+        self.notifier: PodNotifier | None = None
+        self._sims: dict[str, SimPod] = {}
+        self._lock = threading.RLock()
+        self._timers: list[tuple[float, int, str, int, Callable[..., None], tuple[Any, ...]]] = []
+        self._timer_seq = itertools.count()
+        self._timer_wake = threading.Condition(self._lock)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ip_counter = itertools.count(2)
+
+    # -- the provider protocol ---------------------------------------------------------
+
+    def notify_pods(self, notifier: PodNotifier) -> None:
+        self.notifier = notifier
+        self._ensure_timer_thread()
+
+    def ping(self) -> None:
+        return None
+
+    def node_description(self) -> NodeDescription:
+        return self.description
+
+    def get_pods(self) -> list[Pod]:
+        with self._lock:
+            return [s.pod for s in self._sims.values()]
+
+    def get_pod_status(self, pod: Pod) -> PodStatus | None:
+        with self._lock:
+            sim = self._sims.get(pod.uid)
+            return self.build_status(sim) if sim is not None else None
+
+    def create_pod(self, pod: Pod) -> None:
+        self._ensure_timer_thread()
+        with self._lock:
+            if pod.uid in self._sims:
+                return
+            sim = self._new_sim(pod)
+            self._sims[pod.uid] = sim
+            if self._resume(sim):
+                log.info("resumed a running pod pod=%s podUID=%s", pod.key(), pod.uid)
+                self._publish(sim)
+                return
+            self._publish(sim)
+            for c in sim.all_containers():
+                self._event(sim, "Normal", "Pulling", f'Pulling image "{c.image}"', c)
+            self._after(sim, self.timings.image_pull, self._sandbox_ready)
+
+    def update_pod(self, pod: Pod) -> None:
+        self.observe(pod)
+
+    def delete_pod(self, pod: Pod, grace_period_seconds: int) -> None:
+        with self._lock:
+            sim = self._sims.get(pod.uid)
+            if sim is None:
+                return
+            sim.deleting = True
+            sim.generation += 1  # cancel pending lifecycle steps
+        # Containers take a moment to stop, never longer than the grace period.
+        delay = min(float(grace_period_seconds), self.rng.uniform(*self.timings.stop))
+        if delay > 0:
+            self._stop.wait(delay)
+        with self._lock:
+            for c in sim.all_containers():
+                if c.state == "running":
+                    self._terminate(c, 0 if sim.behaviour != "crash" else 137)
+            sim.stopped = True
+            sim.done = True
+            self._publish(sim)
+            self._sims.pop(pod.uid, None)
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._timer_wake:
+            self._timer_wake.notify_all()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(5)
+
+    # -- beyond the protocol --------------------------------------------------------------
+
+    def observe(self, pod: Pod) -> None:
+        """The newest copy of a pod from the watch (its readiness gates, its phase on the server)."""
+        with self._lock:
+            sim = self._sims.get(pod.uid)
+            if sim is not None:
+                sim.pod = pod
+
+    def sim_pod(self, uid: str) -> SimPod | None:
+        # No lock: a dict read is atomic, and deletion safety asks while the manager holds its lock.
+        return self._sims.get(uid)
+
+    def sims(self) -> list[SimPod]:
+        with self._lock:
+            return list(self._sims.values())
+
+    # -- building ----------------------------------------------------------------------------
+
+    def _new_sim(self, pod: Pod) -> SimPod:
+        inits = [
+            SimContainer(
+                name=c.name,
+                image=c.image or "",
+                init=True,
+                sidecar=c.restart_policy == "Always",
+                reason="PodInitializing",
+            )
+            for c in pod.spec.init_containers or ()
+        ]
+        containers = [
+            SimContainer(
+                name=c.name, image=c.image or "", reason="PodInitializing" if inits else "ContainerCreating"
+            )
+            for c in pod.spec.containers
+        ]
+        n = next(self._ip_counter)
+        return SimPod(
+            pod=pod,
+            behaviour=behaviour_of(pod.metadata.annotations, pod.spec.restart_policy),
+            inits=inits,
+            containers=containers,
+            pod_ip=f"10.244.{(n // 250) % 250}.{n % 250 + 1}",
+            qos_class=pod.status.qos_class or compute_pod_qos(pod.spec.to_dict()),
+        )
+
+    def _resume(self, sim: SimPod) -> bool:
+        """A pod the server shows running (an agent restart): take its containers up where they were."""
+        status = sim.pod.status
+        if status.phase != "Running" or not status.container_statuses:
+            return False
+        known = {cs.name: cs for cs in (*(status.init_container_statuses or ()), *status.container_statuses)}
+        for c in sim.all_containers():
+            cs = known.get(c.name)
+            if cs is None:
+                continue
+            c.restart_count = cs.restart_count
+            c.container_id = cs.container_id or ""
+            c.ready = cs.ready
+            c.started = cs.started
+            c.last_terminated = cs.last_state.terminated
+            if cs.state.running is not None:
+                c.state = "running"
+                c.started_at = cs.state.running.started_at
+            elif cs.state.terminated is not None:
+                t = cs.state.terminated
+                c.state, c.exit_code, c.started_at, c.finished_at = (
+                    "terminated",
+                    t.exit_code,
+                    t.started_at,
+                    t.finished_at,
+                )
+            else:
+                c.state = "waiting"
+                c.reason = (
+                    cs.state.waiting.reason if cs.state.waiting and cs.state.waiting.reason else c.reason
+                )
+        sim.sandbox_ready = True
+        sim.init_index = len(sim.inits)
+        if status.pod_ip:
+            sim.pod_ip = status.pod_ip
+        for c in sim.containers:
+            if c.state == "running":
+                if not c.started:
+                    self._after(sim, self.timings.startup, self._container_started, c)
+                elif not c.ready:
+                    self._after(sim, self.timings.readiness, self._became_ready, c)
+                if c.started:
+                    self._plan_exit(sim, c)
+            elif c.state == "waiting":
+                self._after(sim, max(self.timings.crash_backoff, c.backoff), self._restart, c)
+        for c in sim.inits:
+            if c.sidecar and c.state == "running" and not c.ready:
+                self._after(sim, self.timings.readiness, self._became_ready, c)
+        return True
+
+    # -- timers ------------------------------------------------------------------------------
+
+    def _ensure_timer_thread(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._stop.clear()
+                self._thread = threading.Thread(
+                    target=self._timer_loop, name="podstatus-sim-timers", daemon=True
+                )
+                self._thread.start()
+
+    def _after(
+        self, sim: SimPod, delay: tuple[float, float] | float, action: Callable[..., None], *args: Any
+    ) -> None:
+        seconds = delay if isinstance(delay, float | int) else self.rng.uniform(*delay)
+        with self._timer_wake:
+            heapq.heappush(
+                self._timers,
+                (time.monotonic() + seconds, next(self._timer_seq), sim.uid, sim.generation, action, args),
+            )
+            self._timer_wake.notify()
+
+    def _timer_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._timer_wake:
+                while not self._stop.is_set():
+                    if self._timers and self._timers[0][0] <= time.monotonic():
+                        break
+                    timeout = self._timers[0][0] - time.monotonic() if self._timers else 1.0
+                    self._timer_wake.wait(max(0.0, min(timeout, 1.0)))
+                if self._stop.is_set():
+                    return
+                _, _, uid, generation, action, args = heapq.heappop(self._timers)
+                sim = self._sims.get(uid)
+                if sim is None or sim.generation != generation or sim.done:
+                    continue
+                try:
+                    action(sim, *args)
+                except Exception:
+                    log.exception("simulated lifecycle step failed pod=%s podUID=%s", sim.pod.key(), uid)
+
+    # -- the lifecycle ---------------------------------------------------------------------
+
+    def _event(
+        self, sim: SimPod, type: str, reason: str, message: str, c: SimContainer | None = None
+    ) -> None:
+        if self.notifier is not None:
+            self.notifier.event(sim.uid, type, reason, message, c.field_path if c is not None else None)
+
+    def _cid(self, sim: SimPod, c: SimContainer) -> str:
+        return f"containerd://{sim.uid.replace('-', '')[:24]}{c.name[:8].encode().hex()}{c.restart_count:04d}"
+
+    def _start(self, sim: SimPod, c: SimContainer) -> None:
+        c.state = "running"
+        c.started_at = _now()
+        c.container_id = self._cid(sim, c)
+        c.ready = False
+        c.started = False
+        self._event(sim, "Normal", "Created", f"Created container: {c.name}", c)
+        self._event(sim, "Normal", "Started", f"Started container {c.name}", c)
+
+    def _terminate(self, c: SimContainer, exit_code: int) -> None:
+        c.state = "terminated"
+        c.exit_code = exit_code
+        c.finished_at = _now()
+        c.ready = False
+        c.started = False
+
+    def _sandbox_ready(self, sim: SimPod) -> None:
+        sim.sandbox_ready = True
+        for c in sim.all_containers():
+            self._event(sim, "Normal", "Pulled", f'Successfully pulled image "{c.image}"', c)
+        self._next_init_or_main(sim)
+
+    def _next_init_or_main(self, sim: SimPod) -> None:
+        if sim.init_index < len(sim.inits):
+            c = sim.inits[sim.init_index]
+            self._start(sim, c)
+            self._publish(sim)
+            if c.sidecar:
+                self._after(sim, self.timings.startup, self._sidecar_started, c)
+            else:
+                self._after(sim, self.timings.init_run, self._init_done, c)
+            return
+        for c in sim.containers:
+            self._start(sim, c)
+        self._publish(sim)
+        for c in sim.containers:
+            self._after(sim, self.timings.startup, self._container_started, c)
+
+    def _init_done(self, sim: SimPod, c: SimContainer) -> None:
+        self._terminate(c, 0)
+        c.ready = True  # a completed init container reports ready
+        sim.init_index += 1
+        self._publish(sim)
+        self._next_init_or_main(sim)
+
+    def _sidecar_started(self, sim: SimPod, c: SimContainer) -> None:
+        c.started = True
+        self._publish(sim)
+        self._after(sim, self.timings.readiness, self._became_ready, c)
+        sim.init_index += 1
+        self._next_init_or_main(sim)
+
+    def _container_started(self, sim: SimPod, c: SimContainer) -> None:
+        if c.state != "running":
+            return
+        c.started = True
+        self._publish(sim)
+        self._after(sim, self.timings.readiness, self._became_ready, c)
+        self._plan_exit(sim, c)
+
+    def _plan_exit(self, sim: SimPod, c: SimContainer) -> None:
+        if sim.behaviour == "complete":
+            self._after(sim, self.timings.job_run, self._exit, c, 0)
+        elif sim.behaviour == "fail":
+            self._after(sim, self.timings.job_run, self._exit, c, 1)
+        elif sim.behaviour == "crash":
+            self._after(sim, self.timings.crash_run, self._exit, c, 1)
+
+    def _became_ready(self, sim: SimPod, c: SimContainer) -> None:
+        if c.state != "running" or c.ready:
+            return
+        c.ready = True
+        self._publish(sim)
+
+    def _exit(self, sim: SimPod, c: SimContainer, exit_code: int) -> None:
+        if c.state != "running":
+            return
+        if sim.behaviour == "crash":
+            self._event(
+                sim,
+                "Warning",
+                "Unhealthy",
+                "Liveness probe failed: HTTP probe failed with statuscode: 500",
+                c,
+            )
+        self._terminate(c, exit_code)
+        policy = sim.pod.spec.restart_policy or "Always"
+        restarts = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+        if restarts:
+            c.last_terminated = ContainerStateTerminated(
+                exit_code=exit_code,
+                reason="Error" if exit_code else "Completed",
+                started_at=c.started_at,
+                finished_at=c.finished_at,
+                container_id=c.container_id,
+            )
+            c.restart_count += 1
+            c.state = "waiting"
+            c.reason = "CrashLoopBackOff"
+            c.backoff = min(self.timings.crash_backoff_max, max(self.timings.crash_backoff, c.backoff * 2))
+            self._event(
+                sim,
+                "Warning",
+                "BackOff",
+                f"Back-off restarting failed container {c.name} in pod {sim.pod.name}_{sim.pod.namespace}({sim.uid})",
+                c,
+            )
+            self._publish(sim)
+            self._after(sim, c.backoff, self._restart, c)
+            return
+        if all(x.state == "terminated" for x in sim.containers):
+            # The job is over: sidecars are stopped, the pod is finished.
+            for s in sim.inits:
+                if s.sidecar and s.state == "running":
+                    self._terminate(s, 0)
+        self._publish(sim)
+
+    def _restart(self, sim: SimPod, c: SimContainer) -> None:
+        self._start(sim, c)
+        self._publish(sim)
+        self._after(sim, self.timings.startup, self._container_started, c)
+
+    # -- status --------------------------------------------------------------------------------
+
+    def _phase(self, sim: SimPod) -> str:
+        policy = sim.pod.spec.restart_policy or "Always"
+        inits_done = all(
+            (c.state == "terminated" and c.exit_code == 0) or (c.sidecar and c.started) for c in sim.inits
+        )
+        if not sim.sandbox_ready or not inits_done:
+            return "Pending"
+        states = [c.state for c in sim.containers]
+        if all(s == "waiting" for s in states) and not any(c.restart_count for c in sim.containers):
+            return "Pending"
+        if any(s == "running" for s in states) or any(s == "waiting" for s in states):
+            return "Running"
+        codes = [c.exit_code for c in sim.containers]
+        if policy == "Always" and not sim.deleting:
+            return "Running"
+        if all(code == 0 for code in codes):
+            return "Succeeded"
+        if policy == "OnFailure" and not sim.deleting:
+            return "Running"
+        return "Failed"
+
+    def build_status(self, sim: SimPod) -> PodStatus:
+        """Phase, container statuses and pod IP; the agent adds the conditions and host details."""
+        init_statuses = [c.status() for c in sim.inits] or None
+        return PodStatus(
+            phase=self._phase(sim),
+            pod_ip=sim.pod_ip if sim.sandbox_ready else None,
+            pod_ips=(PodIP(ip=sim.pod_ip),) if sim.sandbox_ready else None,
+            init_container_statuses=tuple(init_statuses) if init_statuses else None,
+            container_statuses=tuple(c.status() for c in sim.containers),
+            qos_class=sim.qos_class,
+        )
+
+    def _publish(self, sim: SimPod) -> None:
+        if self.notifier is not None:
+            self.notifier.pod_status(sim.uid, self.build_status(sim))

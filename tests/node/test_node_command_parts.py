@@ -1,0 +1,108 @@
+"""Parts of ``podstatus node`` that need no cluster: names, provider loading, JSON log lines."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+from podstatus.cli import main
+from podstatus.node import SimulatedProvider
+from podstatus.node.command import VIRTUAL_NODE, JsonFormatter, load_provider, node_names
+from podstatus.node.logs import log_fields
+
+
+def test_node_names() -> None:
+    assert node_names("vn", 1) == ["vn-1"]
+    assert node_names("vn-1", 1) == ["vn-1"]
+    assert node_names("edge", 3) == ["edge-1", "edge-2", "edge-3"]
+
+
+def test_default_provider_is_the_simulated_one_on_a_tainted_node() -> None:
+    provider = load_provider(None, "vn-1", 0)
+    assert isinstance(provider, SimulatedProvider)
+    assert provider.node_description() is VIRTUAL_NODE
+    assert VIRTUAL_NODE.taints[0]["effect"] == "NoSchedule"
+
+
+def test_user_provider_gets_its_node_name_when_it_asks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "prov_a.py").write_text(
+        "class Named:\n    def __init__(self, node_name):\n        self.node_name = node_name\n"
+        "class Plain:\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert load_provider("prov_a:Named", "vn-3", 2).node_name == "vn-3"
+    assert type(load_provider("prov_a:Plain", "vn-3", 2)).__name__ == "Plain"
+    with pytest.raises(ValueError, match="module:Class"):
+        load_provider("prov_a.Named", "vn-1", 0)
+    sys.modules.pop("prov_a", None)
+
+
+def test_bad_input_is_a_clear_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["node", "--kubeconfig", "/nonexistent", "--provider", "nocolon"]) == 2
+    assert "module:Class" in capsys.readouterr().err
+    empty = tmp_path / "empty.kubeconfig"
+    empty.write_text("")
+    assert main(["node", "--kubeconfig", str(empty)]) == 2
+    assert "configuration" in capsys.readouterr().err
+
+
+def test_json_log_lines_carry_the_fields() -> None:
+    records: list[logging.LogRecord] = []
+    logger = logging.getLogger("podstatus.test.json")
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        log_fields(logger, logging.WARNING, "pod rejected at admission", pod="default/c", reason="OutOfpods")
+    finally:
+        logger.removeHandler(handler)
+    line = json.loads(JsonFormatter().format(records[0]))
+    assert line["level"] == "warning"
+    assert line["msg"] == "pod rejected at admission pod=default/c reason=OutOfpods"
+    assert line["pod"] == "default/c" and line["reason"] == "OutOfpods"
+
+
+def test_health_endpoint_follows_the_agents() -> None:
+    import urllib.error
+    import urllib.request
+
+    from podstatus.node.command import serve_endpoints
+
+    healthy = [True]
+    server = serve_endpoints("127.0.0.1", 0, lambda: healthy[0], lambda: b"podstatus_x 1\n")
+    port = server.server_address[1]
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
+            assert answer.status == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            assert b"podstatus_x" in answer.read()
+        healthy[0] = False
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        assert err.value.code == 503
+        err.value.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_agent_that_lost_its_node_is_unhealthy() -> None:
+    from podstatus.clients.fake import FakeNodeClient
+    from podstatus.node import FakeProvider, NodeAgent
+
+    agent = NodeAgent(FakeNodeClient(), FakeProvider(), "vn-1", housekeeping_interval=0.05)
+    assert not agent.healthy()  # not started
+    agent.start()
+    try:
+        assert agent.healthy()
+        agent.lost = True
+        assert not agent.healthy()
+    finally:
+        agent.stop()
