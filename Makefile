@@ -57,11 +57,13 @@ soak: $(STAMP)
 clientgo: $(STAMP)
 	$(PY) tests/clientgo_build.py
 
-# Builds kube-apiserver and etcd from the Go modules once (cached in ~/.cache/podstatus-apiserver),
-# then runs the integration suite against them.
+# Builds etcd, kube-apiserver, kube-controller-manager and kube-scheduler from the Go modules once
+# (one binary, cached in ~/.cache/podstatus-apiserver), then runs the integration suite against the
+# apiserver alone and the control-plane suite against the whole control plane + `podstatus node`.
 test-apiserver: $(STAMP)
 	tests/apiserver/start --build-only
 	$(PY) -m pytest -q -m apiserver tests/apiserver_suite
+	$(PY) -m pytest -q -m apiserver tests/controlplane_suite
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,14 +1,17 @@
-// Command podstatus-test-apiserver bundles a genuine etcd server and a genuine
-// kube-apiserver (both built from their upstream Go modules) into one binary
-// for the podstatus integration-test fixture.
+// Command podstatus-test-apiserver bundles a genuine etcd server, a genuine
+// kube-apiserver, kube-controller-manager and kube-scheduler (all built from
+// their upstream Go modules) into one binary for the podstatus test fixtures.
 //
 // Usage:
 //
 //	podstatus-test-apiserver etcd --data-dir DIR --listen-client-url URL --listen-peer-url URL
 //	podstatus-test-apiserver kube-apiserver [kube-apiserver flags...]
+//	podstatus-test-apiserver kube-controller-manager [flags...]
+//	podstatus-test-apiserver kube-scheduler [flags...]
 //	podstatus-test-apiserver version
 //
-// The "kube-apiserver" subcommand is exactly k8s.io/kubernetes/cmd/kube-apiserver.
+// Each Kubernetes subcommand is the upstream command object run through cli.Run,
+// exactly as the upstream main packages do; one process runs one component.
 package main
 
 import (
@@ -21,12 +24,19 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	_ "time/tzdata" // CronJob time zones, as the upstream controller-manager main imports
+
 	"k8s.io/component-base/cli"
-	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json, as upstream mains
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics, as upstream mains
+	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric, as upstream mains
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 )
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: %s etcd|kube-apiserver|version [flags...]\n", os.Args[0])
+	fmt.Fprintf(os.Stderr, "usage: %s etcd|kube-apiserver|kube-controller-manager|kube-scheduler|version [flags...]\n", os.Args[0])
 	os.Exit(2)
 }
 
@@ -39,8 +49,11 @@ func main() {
 	os.Args = append([]string{sub}, os.Args[2:]...)
 	switch sub {
 	case "kube-apiserver":
-		command := app.NewAPIServerCommand()
-		os.Exit(cli.Run(command))
+		os.Exit(cli.Run(apiserver.NewAPIServerCommand()))
+	case "kube-controller-manager":
+		os.Exit(cli.Run(controllermanager.NewControllerManagerCommand()))
+	case "kube-scheduler":
+		os.Exit(cli.Run(scheduler.NewSchedulerCommand()))
 	case "etcd":
 		os.Exit(runEtcd())
 	case "version":

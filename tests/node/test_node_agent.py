@@ -14,7 +14,7 @@ from nodekit import events_for, make_agent, pod_manifest, wait_for
 
 from podstatus.clients.embedded import LEASES, EmbeddedClient
 from podstatus.clients.fake import FakeNodeClient
-from podstatus.errors import GoneError, NotFoundError
+from podstatus.errors import ConnectionFailedError, GoneError, NotFoundError
 from podstatus.node import FakeProvider, LeaseHeldError, NodeAgent, NodeDescription, NodeGroup
 from podstatus.node.heartbeat import AGENT_ANNOTATION, LEASE_NAMESPACE
 from podstatus.server.http import EmbeddedApiServer
@@ -224,6 +224,55 @@ def test_ping_failure_makes_the_node_not_ready_and_recovery_ready(
     provider.healthy = True
     wait_for(lambda: node_condition(client.get_node("vn-1"), "Ready")["status"] == "True")
     assert node_condition(client.get_node("vn-1"), "Ready")["lastTransitionTime"] >= ready_since
+
+
+def test_after_a_heartbeat_gap_the_node_is_posted_ready_over_the_controllers_unknown(
+    client: EmbeddedClient, agents: list[NodeAgent]
+) -> None:
+    # Node status is due only every 5 minutes: nothing but the gap can make the agent post again.
+    start(agents, client, FakeProvider())
+    unreachable = threading.Event()
+    original = client.update_lease
+
+    def update_lease(namespace: str, name: str, lease: Any) -> Any:
+        if unreachable.is_set():
+            raise ConnectionFailedError("connection refused")
+        return original(namespace, name, lease)
+
+    client.update_lease = update_lease  # type: ignore[method-assign]
+    unreachable.set()
+    time.sleep(0.8)  # four renewals missed
+    # Meanwhile the node lifecycle controller gives up on the node.
+    marked = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    client.patch_node_status(
+        "vn-1",
+        msgspec.json.encode(
+            {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "Unknown",
+                            "reason": "NodeStatusUnknown",
+                            "message": "Kubelet stopped posting node status.",
+                            "lastTransitionTime": marked,
+                        }
+                    ]
+                }
+            }
+        ),
+    )
+    time.sleep(0.5)
+    assert node_condition(client.get_node("vn-1"), "Ready")["status"] == "Unknown"  # no post while cut off
+    unreachable.clear()
+    wait_for(
+        lambda: node_condition(client.get_node("vn-1"), "Ready")["status"] == "True",
+        timeout=5,
+        what="Ready posted again after the gap",
+    )
+    ready = node_condition(client.get_node("vn-1"), "Ready")
+    assert ready["reason"] == "KubeletReady"
+    assert ready["lastTransitionTime"] >= marked  # a transition from Unknown, not the old time
 
 
 def test_a_deleted_node_is_registered_again(client: EmbeddedClient, agents: list[NodeAgent]) -> None:

@@ -289,6 +289,7 @@ class NodeAgent:
         self.last_housekeeping = 0.0
         self.lost = False
         self._no_status_api = False
+        self._heartbeat_gap = False  # set by the lease thread, handled by housekeeping
 
     # -- reading -------------------------------------------------------------------------
 
@@ -495,15 +496,54 @@ class NodeAgent:
                 f"Node {self.node_name} status is now: {'NodeReady' if ready else 'NodeNotReady'}",
             )
 
+    def _resync_node_status(self) -> None:
+        """After a heartbeat gap: post again over what the API shows (the controller's Unknown).
+
+        The node's conditions are read back first, so a condition the node lifecycle
+        controller changed gets a transition time of now when the agent sets it back.
+        """
+        try:
+            node = self._upkeep.get_node(self.node_name)
+        except NotFoundError:
+            node = None  # posting registers it again
+        except (ApiError, AttributeError) as err:
+            _log(
+                logging.WARNING,
+                "could not read the node after a heartbeat gap",
+                node=self.node_name,
+                error=err,
+            )
+            self._heartbeat_gap = True  # try again at the next round
+            return
+        if node is not None:
+            self.node_status.adopt(node)
+        self.node_status.forget()
+        self._post_node_status(force=True)
+
     # -- housekeeping ----------------------------------------------------------------------
 
     def _lease_loop(self) -> None:
         """Its own thread: a provider that hangs (ping, describe) must never delay the heartbeat."""
+        last_renewed = time.monotonic()
         while not self._stop.wait(self.lease_renew_interval):
             try:
-                self.lease.renew()
+                renewed = self.lease.renew()
             except Exception:
+                renewed = False
                 log.exception("lease renewal failed, it goes on node=%s", self.node_name)
+            now = time.monotonic()
+            if renewed:
+                # A renewal missed (the process was stopped, the API unreachable): the node
+                # lifecycle controller may have marked the node Unknown meanwhile.
+                if now - last_renewed > 2 * self.lease_renew_interval:
+                    _log(
+                        logging.WARNING,
+                        "heartbeats resumed after a gap; checking the node as the API shows it",
+                        node=self.node_name,
+                        gap_seconds=round(now - last_renewed, 1),
+                    )
+                    self._heartbeat_gap = True
+                last_renewed = now
             if self.lease.lost and not self.lost:
                 self._lose()
                 return
@@ -515,7 +555,11 @@ class NodeAgent:
             now = time.monotonic()
             self.last_housekeeping = now
             try:
-                if self.lease.recreated:
+                if self._heartbeat_gap:
+                    self._heartbeat_gap = False
+                    next_status = now + self.node_status_update_frequency
+                    self._resync_node_status()
+                elif self.lease.recreated:
                     # The Lease vanished (its Node deleted, and the Lease collected with it?): post
                     # now, which registers the Node again if it is gone.
                     self.lease.recreated = False
