@@ -1069,7 +1069,7 @@ def control_plane_available() -> bool:
 
 def parse_sizes(text: str) -> list[tuple[int, int]]:
     sizes = []
-    for part in text.split(","):
+    for part in filter(None, text.split(",")):
         nodes, _, pods = part.strip().partition("x")
         sizes.append((int(nodes), int(pods)))
     return sizes
