@@ -15,14 +15,6 @@ the build is not cut by the per-test timeout; its progress goes to stderr.
 
 from __future__ import annotations
 
-import os
-import queue
-import shutil
-import signal
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +22,9 @@ from typing import Any
 import pytest
 from apisuite_kit import NODE, RawApi, Server
 
+from apiserver_fixture import build_before_tests, running
+
 REPO = Path(__file__).resolve().parents[2]
-START = REPO / "tests" / "apiserver" / "start"
 HERE = Path(__file__).resolve().parent
 # The first build can take ~10 minutes on a fresh 2-core machine (plus module downloads).
 BUILD_TIMEOUT = 1500.0
@@ -40,72 +33,9 @@ START_TIMEOUT = 1500.0
 _build_error: list[str] = []
 
 
-def _go_env() -> dict[str, str]:
-    """The environment for ``start``: Go's usual install dir is added to PATH when go is not on it."""
-    env = dict(os.environ)
-    if shutil.which("go") is None:
-        for candidate in ("/usr/local/go/bin", str(Path.home() / "go" / "bin"), "/usr/lib/go/bin"):
-            if Path(candidate, "go").exists():
-                env["PATH"] = f"{candidate}{os.pathsep}{env.get('PATH', '')}"
-                break
-    return env
-
-
-def _missing_go_message() -> str:
-    return (
-        "The real kube-apiserver suite needs the Go toolchain (Go >= 1.26) to build "
-        "tests/apiserver (etcd + kube-apiserver v1.37.2), and `go` is not on PATH "
-        "(nor in /usr/local/go/bin). Install Go, then run `make test-apiserver` again."
-    )
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the apiserver binary (cached) before any test of this suite runs."""
-    if not any(Path(str(item.fspath)).resolve().parent == HERE for item in session.items):
-        return
-    env = _go_env()
-    if shutil.which("go", path=env.get("PATH")) is None:
-        _build_error.append(_missing_go_message())
-        return
-    capture = session.config.pluginmanager.getplugin("capturemanager")
-    started = time.monotonic()
-    with capture.global_and_fixture_disabled() if capture is not None else _nullcontext():
-        try:
-            proc = subprocess.run(
-                [str(START), "--build-only"],
-                stdout=sys.stderr,
-                stderr=sys.stderr,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                timeout=BUILD_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            _build_error.append(f"building the kube-apiserver binary took more than {BUILD_TIMEOUT:.0f} s")
-            return
-    if proc.returncode == 3:
-        _build_error.append(
-            "`tests/apiserver/start --build-only` failed (exit 3: go missing or the build failed); "
-            "its output is above on stderr"
-        )
-    elif proc.returncode != 0:
-        _build_error.append(f"`tests/apiserver/start --build-only` exited with {proc.returncode}")
-    elif time.monotonic() - started > 5:
-        sys.stderr.write(f"[apiserver-suite] apiserver binary built in {time.monotonic() - started:.0f} s\n")
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _read_lines(stream: Any, out: queue.Queue[str | None]) -> None:
-    for line in stream:
-        out.put(line)
-    out.put(None)
+    build_before_tests(session, HERE, "apiserver-suite", _build_error, timeout=BUILD_TIMEOUT)
 
 
 @pytest.fixture(scope="session")
@@ -113,57 +43,14 @@ def real_apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A genuine etcd + kube-apiserver on loopback (TLS + token); yields the kubeconfig path."""
     if _build_error:
         pytest.fail(_build_error[0], pytrace=False)
-    env = _go_env()
-    if shutil.which("go", path=env.get("PATH")) is None:
-        pytest.fail(_missing_go_message(), pytrace=False)
     kubeconfig = tmp_path_factory.mktemp("real-apiserver") / "kubeconfig"
-    proc = subprocess.Popen(
-        [str(START), "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )  # stderr inherited: build progress and startup logs stay visible
-    lines: queue.Queue[str | None] = queue.Queue()
-    reader = threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True)
-    reader.start()
-    info: dict[str, str] = {}
-    deadline = time.monotonic() + START_TIMEOUT
-    try:
-        while "KUBECONFIG" not in info:
-            try:
-                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                pytest.fail(f"kube-apiserver was not ready within {START_TIMEOUT:.0f} s", pytrace=False)
-            if line is None:
-                code = proc.wait(timeout=30)
-                hint = " (go missing or the build failed)" if code == 3 else ""
-                pytest.fail(f"tests/apiserver/start exited with {code}{hint}; see stderr", pytrace=False)
-            key, _, value = line.rstrip("\n").partition("=")
-            info[key] = value
+    with running(
+        ["--kubeconfig", str(kubeconfig)], what="kube-apiserver", start_timeout=START_TIMEOUT, stop_timeout=60
+    ) as info:
         raw = RawApi.from_kubeconfig(info["KUBECONFIG"])
         raw.ensure_node(NODE)
         raw.close()
-    except BaseException:
-        _stop(proc)
-        raise
-    try:
         yield info["KUBECONFIG"]
-    finally:
-        _stop(proc)
-        reader.join(timeout=5)
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -17,14 +17,8 @@ and killed by the failure cases.
 
 from __future__ import annotations
 
-import os
-import queue
-import shutil
-import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,7 +32,6 @@ from cpkit import (
     FLAKY_NODE,
     NODE_MONITOR_GRACE,
     NODE_MONITOR_PERIOD,
-    REPO,
     STABLE_NODE,
     Agent,
     Agents,
@@ -52,7 +45,8 @@ from cpkit import (
     wait_until,
 )
 
-START = REPO / "tests" / "apiserver" / "start"
+from apiserver_fixture import build_before_tests, running
+
 HERE = Path(__file__).resolve().parent
 BUILD_TIMEOUT = 2400.0  # the first build of the four-component binary on 2 cores
 START_TIMEOUT = 300.0
@@ -60,63 +54,9 @@ START_TIMEOUT = 300.0
 _build_error: list[str] = []
 
 
-def _go_env() -> dict[str, str]:
-    env = dict(os.environ)
-    if shutil.which("go") is None:
-        for candidate in ("/usr/local/go/bin", str(Path.home() / "go" / "bin"), "/usr/lib/go/bin"):
-            if Path(candidate, "go").exists():
-                env["PATH"] = f"{candidate}{os.pathsep}{env.get('PATH', '')}"
-                break
-    return env
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the binary (cached; a no-op when the real-apiserver suite built it) before any test runs."""
-    if session.config.option.collectonly:
-        return
-    if not any(Path(str(item.fspath)).resolve().parent == HERE for item in session.items):
-        return
-    env = _go_env()
-    if shutil.which("go", path=env.get("PATH")) is None:
-        _build_error.append("the control-plane suite needs Go >= 1.26 on PATH to build tests/apiserver")
-        return
-    capture = session.config.pluginmanager.getplugin("capturemanager")
-    started = time.monotonic()
-    ctx = capture.global_and_fixture_disabled() if capture is not None else _Null()
-    with ctx:
-        try:
-            proc = subprocess.run(
-                [str(START), "--build-only"],
-                stdout=sys.stderr,
-                stderr=sys.stderr,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                timeout=BUILD_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            _build_error.append(f"building the control-plane binary took more than {BUILD_TIMEOUT:.0f} s")
-            return
-    if proc.returncode != 0:
-        _build_error.append(
-            f"`tests/apiserver/start --build-only` exited with {proc.returncode} (see stderr)"
-        )
-    elif time.monotonic() - started > 5:
-        sys.stderr.write(f"[controlplane-suite] binary built in {time.monotonic() - started:.0f} s\n")
-
-
-class _Null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _read_lines(stream: Any, out: queue.Queue[str | None]) -> None:
-    for line in stream:
-        out.put(line)
-    out.put(None)
+    build_before_tests(session, HERE, "controlplane-suite", _build_error, timeout=BUILD_TIMEOUT)
 
 
 def _audit_policy(path: Path) -> None:
@@ -150,7 +90,6 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     _audit_policy(policy)
     audit_log = base / "audit.log"
     cmd = [
-        str(START),
         "--control-plane",
         "--kubeconfig",
         str(base / "admin.kubeconfig"),
@@ -163,44 +102,8 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         f"--audit-log-path={audit_log}",
         "--audit-log-mode=blocking",
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=_go_env())
-    lines: queue.Queue[str | None] = queue.Queue()
-    reader = threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True)
-    reader.start()
-    info: dict[str, str] = {}
-    deadline = time.monotonic() + START_TIMEOUT
-    try:
-        while "KUBECONFIG" not in info:
-            try:
-                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                pytest.fail(f"the control plane was not ready within {START_TIMEOUT:.0f} s", pytrace=False)
-            if line is None:
-                pytest.fail(
-                    f"tests/apiserver/start exited with {proc.wait(timeout=30)}; see stderr", pytrace=False
-                )
-            key, _, value = line.rstrip("\n").partition("=")
-            info[key] = value
-    except BaseException:
-        _stop(proc)
-        raise
-    try:
+    with running(cmd, what="the control plane", start_timeout=START_TIMEOUT, stop_timeout=90) as info:
         yield ControlPlane(info, audit_log)
-    finally:
-        _stop(proc)
-        reader.join(timeout=5)
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=90)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")
