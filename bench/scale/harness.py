@@ -57,7 +57,7 @@ except ImportError:
 
 from podstatus.clients.base import RequestCounter  # noqa: E402
 from podstatus.clients.http import HttpKubeClient  # noqa: E402
-from podstatus.errors import ApiError, GoneError  # noqa: E402
+from podstatus.errors import ApiError, GoneError, ServerTimeoutError  # noqa: E402
 
 from . import kwok  # noqa: E402
 
@@ -150,13 +150,22 @@ class DriverClient(HttpKubeClient):
                     raise
                 time.sleep(0.5)
 
-    def delete_pods_collection(self, namespace: str, label_selector: str) -> None:
-        self._request(
-            "deletecollection",
-            "DELETE",
-            f"/api/v1/namespaces/{namespace}/pods",
-            query={"labelSelector": label_selector},
-        )
+    def delete_pods_collection(self, namespace: str, label_selector: str, timeout: float = 600.0) -> None:
+        """One deletecollection; again while the API server answers 504 (it deleted a part of them)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._request(
+                    "deletecollection",
+                    "DELETE",
+                    f"/api/v1/namespaces/{namespace}/pods",
+                    query={"labelSelector": label_selector},
+                )
+                return
+            except ServerTimeoutError as err:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("deletecollection timed out on the server; again: %s", err)
 
 
 # --- servers ---------------------------------------------------------------------------------

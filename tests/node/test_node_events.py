@@ -106,19 +106,29 @@ def test_similar_events_are_aggregated_after_ten_messages() -> None:
     rec.stop()
 
 
+class CapturingWriter:
+    """Stands in for the writer pool: keeps the queued bodies instead of writing them."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def submit(self, key: str, fn: Any, body: dict[str, Any]) -> bool:
+        self.bodies.append(body)
+        return True
+
+
 def test_aggregation_forgets_after_the_window() -> None:
     clock = Clock()
     corr = EventCorrelator(clock=clock, burst=1000)
-    rec = EventRecorder(Sink(), host="vn-1", clock=clock, correlator=corr)
-    bodies = []
+    writer = CapturingWriter()
+    rec = EventRecorder(Sink(), host="vn-1", clock=clock, correlator=corr, writer=writer, queue_size=100)  # type: ignore[arg-type]
     for i in range(10):
         rec.event(POD, "Warning", "Unhealthy", f"probe {i}")
-        bodies.append(rec._queue.get_nowait())
-    results = [corr.correlate(b) for b in bodies]
+    results = [corr.correlate(b) for b in writer.bodies]
     assert results[-1] is not None and results[-1].event["message"].startswith(COMBINED_PREFIX)
     clock.now += 601
     rec.event(POD, "Warning", "Unhealthy", "probe 10")
-    late = corr.correlate(rec._queue.get_nowait())
+    late = corr.correlate(writer.bodies[-1])
     assert late is not None and late.event["message"] == "probe 10"
 
 

@@ -19,6 +19,7 @@ from .provider import (
     Provider,
     pending_status,
 )
+from .runtime import NodeRuntime
 from .simulated import SimulatedProvider, Timings
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "NodeDescription",
     "NodeGroup",
     "NodeProvider",
+    "NodeRuntime",
     "ObjectRef",
     "PodLifecycleHandler",
     "PodNotifier",

@@ -15,19 +15,25 @@ The agent owns every write to the API server; the provider only reports.
 * **Events** (:mod:`.events`): the kubelet's reasons, deduplicated, counted,
   rate limited, written from a background queue.
 
-Threads: the pod watch (or a shared one, :class:`NodeGroup`), one
-housekeeping thread (lease, node status, polling, retries), the per-pod task
-pool, the provider call pool (and its event loop thread for ``async``
-providers), the status manager's, the event writer.
+Threads: the pod watch (or a shared one, :class:`NodeGroup`), the status
+manager's, and a :class:`~podstatus.node.runtime.NodeRuntime`: one timer for
+the Lease renewals and the housekeeping (node status, polling, retries), the
+per-pod task pool, the provider call pool (and its event loop thread for
+``async`` providers), the event writers. An agent alone owns its runtime;
+the agents of a :class:`NodeGroup` share one, so the thread count does not
+grow with the number of nodes.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
+import math
 import socket
 import threading
 import time
 import uuid
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -60,11 +66,12 @@ from ..types import (
     PodIP,
     PodStatus,
 )
-from .calls import ProviderCaller, ProviderError, SerialTasks
+from .calls import BoundCaller, ProviderError
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .heartbeat import LeaseHeldError, LeaseKeeper, NodeStatusReporter, build_node, utcnow
 from .logs import log_fields
 from .provider import NodeDescription, pending_status
+from .runtime import HEARTBEAT, HOUSEKEEPING, NodeRuntime
 
 __all__ = ["LeaseHeldError", "NodeAgent", "NodeGroup", "PodWatcher"]
 
@@ -209,6 +216,11 @@ class NodeAgent:
     ``take_over`` starts even when another live agent holds the node's Lease.
     ``watch=False`` leaves the pod watch to a :class:`NodeGroup` that feeds
     :meth:`handle_pod_event` and :meth:`relist`.
+    ``runtime``: the timer and pools shared by the agents of a process (default: its own).
+    ``heartbeat_client``: a client of its own for the Lease and the Node (the kubelet's
+    heartbeat client: a full connection pool of pod writes never delays a heartbeat).
+    ``housekeeping_interval``: the longest the housekeeping sleeps; node status posts,
+    polls and retries wake it when they are due.
     """
 
     def __init__(
@@ -226,7 +238,7 @@ class NodeAgent:
         provider_timeout: float = 10.0,
         status_poll_interval: float = 5.0,
         create_retry_max: float = 60.0,
-        housekeeping_interval: float = 0.5,
+        housekeeping_interval: float = 5.0,
         watch: bool = True,
         watch_timeout: float = 300.0,
         manager_options: Mapping[str, Any] | None = None,
@@ -235,6 +247,8 @@ class NodeAgent:
         on_lost: Callable[[NodeAgent], None] | None = None,
         event_component: str = "podstatus-node",
         clock: Callable[[], datetime] = utcnow,
+        runtime: NodeRuntime | None = None,
+        heartbeat_client: Any = None,
     ) -> None:
         self.client = client
         self.provider = provider
@@ -253,15 +267,24 @@ class NodeAgent:
 
         self.upkeep_requests: Counter[str] = Counter()
         self._upkeep_lock = threading.Lock()
-        upkeep = _UpkeepClient(client, self.upkeep_requests, self._upkeep_lock)
+        upkeep = _UpkeepClient(heartbeat_client or client, self.upkeep_requests, self._upkeep_lock)
         self.lease = LeaseKeeper(upkeep, node_name, self.identity, duration=lease_duration, clock=clock)
         self.node_status = NodeStatusReporter(
             node_name, report_frequency=node_status_report_frequency, clock=clock
         )
-        self.recorder = EventRecorder(upkeep, component=event_component, host=node_name)
+        self._own_runtime = runtime is None
+        self.runtime = runtime if runtime is not None else self._new_runtime()
+        self.recorder = EventRecorder(
+            _UpkeepClient(client, self.upkeep_requests, self._upkeep_lock),
+            component=event_component,
+            host=node_name,
+            writer=None if self._own_runtime else self.runtime.events,
+        )
         self._upkeep = upkeep
-        self.calls = ProviderCaller(provider_timeout, workers=32, name=f"provider-{node_name}")
-        self._tasks = SerialTasks(workers=32, name=f"pods-{node_name}")
+        # A provider whose methods never block (blocking = False) is called without a thread hop.
+        self._inline_provider = getattr(provider, "blocking", True) is False
+        self.calls = BoundCaller(self.runtime.calls, provider_timeout, inline=self._inline_provider)
+        self._tasks = self.runtime.tasks
 
         self.pods = BasicPodManager()
         options = dict(manager_options if manager_options is not None else {"fast_path": True})
@@ -280,7 +303,6 @@ class NodeAgent:
         self._notifying = False
         self._ready_error: str | None = None
         self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
         self._watcher = (
             PodWatcher(client, self, f"spec.nodeName={node_name}", timeout=watch_timeout) if watch else None
         )
@@ -289,7 +311,32 @@ class NodeAgent:
         self.last_housekeeping = 0.0
         self.lost = False
         self._no_status_api = False
-        self._heartbeat_gap = False  # set by the lease thread, handled by housekeeping
+        self._heartbeat_gap = False  # set by the lease tick, handled by housekeeping
+        # The timer's entries of this agent (see start): one lease tick and one housekeeping
+        # tick pending or running at a time.
+        self._tick_lock = threading.Condition()
+        self._tick_threads: list[int] = []  # the threads running a tick of this agent now
+        self._lease_handle: Any = None
+        self._hk_handle: Any = None
+        self._hk_running = False
+        self._hk_wanted: float | None = None
+        self._hk_due = 0.0
+        self._last_renewed = 0.0
+        self._next_status = 0.0
+        self._next_poll = 0.0
+        # Where in each interval this node's heartbeats fall: spread by name, not all at once.
+        self._phase = (zlib.crc32(node_name.encode()) % 1000) / 1000.0
+
+    def _new_runtime(self) -> NodeRuntime:
+        return NodeRuntime(
+            provider_timeout=self.provider_timeout,
+            task_workers=32,
+            provider_workers=32,
+            heartbeat_workers=1,
+            housekeeping_workers=1,
+            event_workers=1,
+            name=f"podstatus-{self.node_name}",
+        )
 
     # -- reading -------------------------------------------------------------------------
 
@@ -302,9 +349,11 @@ class NodeAgent:
             return dict(self._states)
 
     def healthy(self) -> bool:
-        """For a liveness probe: the housekeeping loop is turning and the node is ours."""
+        """For a liveness probe: the housekeeping is not overdue, the timer runs, the node is ours."""
+        if not self._started or self.lost or not self.runtime.timer.alive():
+            return False
         limit = max(5.0, 3 * max(self.housekeeping_interval, 1.0))
-        return self._started and not self.lost and time.monotonic() - self.last_housekeeping < limit
+        return time.monotonic() - self._hk_due < limit
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -312,6 +361,10 @@ class NodeAgent:
         """Check the Lease, register the Node, start everything. Raises :class:`LeaseHeldError`."""
         if self._started:
             return
+        if self._own_runtime and self.runtime.closed:
+            self.runtime = self._new_runtime()
+            self.calls = BoundCaller(self.runtime.calls, self.provider_timeout, inline=self._inline_provider)
+            self._tasks = self.runtime.tasks
         self.lease.check(self.take_over)
         self._description = self._describe()
         self.register_node()
@@ -344,10 +397,16 @@ class NodeAgent:
         self.recorder.event(
             ObjectRef.for_node(self.node_name), NORMAL, "Starting", "Starting podstatus node agent."
         )
-        for target, name in ((self._housekeeping, "housekeeping"), (self._lease_loop, "lease")):
-            t = threading.Thread(target=target, name=f"{name}-{self.node_name}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        now = time.monotonic()
+        self._last_renewed = now
+        # The first renewal and status check at this node's phase of the interval, then every
+        # interval: a thousand nodes started together renew spread over the interval.
+        self._lease_handle = self.runtime.timer.call_at(
+            now + self.lease_renew_interval * (0.5 + self._phase / 2), self._lease_tick, lane=HEARTBEAT
+        )
+        self._next_status = now + self.node_status_update_frequency * (0.5 + self._phase / 2)
+        self._next_poll = now + self.status_poll_interval
+        self._schedule_housekeeping(now + min(self.housekeeping_interval, self.status_poll_interval))
         if self._watcher is not None:
             self._watcher.start()
         _log(
@@ -367,9 +426,7 @@ class NodeAgent:
         self._stop.set()
         if self._watcher is not None:
             self._watcher.stop()
-        for t in self._threads:
-            t.join(timeout)
-        self._threads.clear()
+        self._cancel_ticks(timeout)
         self._tasks.wait_idle(min(timeout, 2.0))
         self.manager.stop(timeout=timeout)
         self.recorder.stop(min(timeout, 2.0))
@@ -381,8 +438,8 @@ class NodeAgent:
                 self.calls.call("close", close)
             except ProviderError as err:
                 _log(logging.WARNING, "provider close failed", node=self.node_name, error=err)
-        self._tasks.close()
-        self.calls.close()
+        if self._own_runtime:
+            self.runtime.close()
         self._started = False
         _log(logging.INFO, "node agent stopped", node=self.node_name, onStop=on_stop)
 
@@ -522,10 +579,38 @@ class NodeAgent:
 
     # -- housekeeping ----------------------------------------------------------------------
 
-    def _lease_loop(self) -> None:
-        """Its own thread: a provider that hangs (ping, describe) must never delay the heartbeat."""
-        last_renewed = time.monotonic()
-        while not self._stop.wait(self.lease_renew_interval):
+    def _cancel_ticks(self, timeout: float) -> None:
+        """No tick of this agent runs after this returns (one running now gets ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        with self._tick_lock:
+            for handle in (self._lease_handle, self._hk_handle):
+                if handle is not None:
+                    handle.cancel()
+            self._lease_handle = self._hk_handle = None
+            me = threading.get_ident()
+            while any(t != me for t in self._tick_threads):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._tick_lock.wait(remaining)
+
+    def _tick_begin(self) -> bool:
+        with self._tick_lock:
+            if self._stop.is_set():
+                return False
+            self._tick_threads.append(threading.get_ident())
+            return True
+
+    def _tick_end(self) -> None:
+        with self._tick_lock:
+            self._tick_threads.remove(threading.get_ident())
+            self._tick_lock.notify_all()
+
+    def _lease_tick(self) -> None:
+        """On the heartbeat lane: a provider that hangs (ping, describe) never delays the heartbeat."""
+        if not self._tick_begin():
+            return
+        try:
             try:
                 renewed = self.lease.renew()
             except Exception:
@@ -535,51 +620,96 @@ class NodeAgent:
             if renewed:
                 # A renewal missed (the process was stopped, the API unreachable): the node
                 # lifecycle controller may have marked the node Unknown meanwhile.
-                if now - last_renewed > 2 * self.lease_renew_interval:
+                if now - self._last_renewed > 2 * self.lease_renew_interval:
                     _log(
                         logging.WARNING,
                         "heartbeats resumed after a gap; checking the node as the API shows it",
                         node=self.node_name,
-                        gap_seconds=round(now - last_renewed, 1),
+                        gap_seconds=round(now - self._last_renewed, 1),
                     )
                     self._heartbeat_gap = True
-                last_renewed = now
+                self._last_renewed = now
+                if self._heartbeat_gap or self.lease.recreated:
+                    self._schedule_housekeeping(now)
             if self.lease.lost and not self.lost:
                 self._lose()
                 return
+            with self._tick_lock:
+                if not self._stop.is_set():
+                    self._lease_handle = self.runtime.timer.call_at(
+                        now + self.lease_renew_interval, self._lease_tick, lane=HEARTBEAT
+                    )
+        finally:
+            self._tick_end()
 
-    def _housekeeping(self) -> None:
-        next_status = time.monotonic() + self.node_status_update_frequency
-        next_poll = time.monotonic() + self.status_poll_interval
-        while not self._stop.wait(self.housekeeping_interval):
-            now = time.monotonic()
-            self.last_housekeeping = now
-            try:
-                if self._heartbeat_gap:
-                    self._heartbeat_gap = False
-                    next_status = now + self.node_status_update_frequency
-                    self._resync_node_status()
-                elif self.lease.recreated:
-                    # The Lease vanished (its Node deleted, and the Lease collected with it?): post
-                    # now, which registers the Node again if it is gone.
-                    self.lease.recreated = False
-                    next_status = now + self.node_status_update_frequency
-                    self._post_node_status(force=True)
-                elif now >= next_status:
-                    next_status = now + self.node_status_update_frequency
-                    self._post_node_status()
-                if not self._notifying and now >= next_poll:
-                    next_poll = now + self.status_poll_interval
-                    self._poll()
-                self._retry_due(now)
-            except Exception:
-                log.exception("housekeeping failed, it goes on node=%s", self.node_name)
+    def _schedule_housekeeping(self, when: float) -> None:
+        """Run the housekeeping at ``when`` at the latest (earlier if it is already due earlier)."""
+        with self._tick_lock:
+            if self._stop.is_set():
+                return
+            if self._hk_running:
+                self._hk_wanted = when if self._hk_wanted is None else min(self._hk_wanted, when)
+                return
+            handle = self._hk_handle
+            if handle is not None and not handle.cancelled:
+                if handle.when <= when:
+                    return
+                handle.cancel()
+            self._hk_due = when
+            self._hk_handle = self.runtime.timer.call_at(when, self._housekeeping_tick, lane=HOUSEKEEPING)
+
+    def _housekeeping_tick(self) -> None:
+        if not self._tick_begin():
+            return
+        now = time.monotonic()
+        with self._tick_lock:
+            self._hk_running = True
+            self._hk_handle = None
+            self._hk_due = now
+        self.last_housekeeping = now
+        next_retry = math.inf
+        try:
+            if self._heartbeat_gap:
+                self._heartbeat_gap = False
+                self._next_status = now + self.node_status_update_frequency
+                self._resync_node_status()
+            elif self.lease.recreated:
+                # The Lease vanished (its Node deleted, and the Lease collected with it?): post
+                # now, which registers the Node again if it is gone.
+                self.lease.recreated = False
+                self._next_status = now + self.node_status_update_frequency
+                self._post_node_status(force=True)
+            elif now >= self._next_status:
+                self._next_status = now + self.node_status_update_frequency
+                self._post_node_status()
+            if not self._notifying and now >= self._next_poll:
+                self._next_poll = now + self.status_poll_interval
+                self._poll()
+            next_retry = self._retry_due(now)
+        except Exception:
+            log.exception("housekeeping failed, it goes on node=%s", self.node_name)
+        finally:
+            due = min(self._next_status, next_retry, now + self.housekeeping_interval)
+            if not self._notifying:
+                due = min(due, self._next_poll)
+            if self._heartbeat_gap:
+                due = now + max(self.housekeeping_interval, 1.0)  # a failed resync: try again soon
+            with self._tick_lock:
+                self._hk_running = False
+                if self._hk_wanted is not None:
+                    due, self._hk_wanted = min(due, self._hk_wanted), None
+            self._schedule_housekeeping(max(due, now))
+            self._tick_end()
 
     def _lose(self) -> None:
         """Another agent took the node over: stop writing anything for it."""
         self.lost = True
         _log(logging.ERROR, "another agent took this node over; stopping", node=self.node_name)
         self._stop.set()
+        with self._tick_lock:
+            for handle in (self._lease_handle, self._hk_handle):
+                if handle is not None:
+                    handle.cancel()
         if self._watcher is not None:
             self._watcher.stop()
         self.manager.stop(timeout=1)
@@ -591,11 +721,19 @@ class NodeAgent:
             if state.created and not state.stopped and not state.deleting:
                 self._tasks.submit(uid, self._refresh_status, uid)
 
-    def _retry_due(self, now: float) -> None:
+    def _retry_due(self, now: float) -> float:
+        """Submit the creates whose retry is due; the time of the next one (inf: none)."""
+        upcoming = math.inf
         for uid, state in self.pod_states().items():
-            if state.retry_at is not None and state.retry_at <= now:
+            at = state.retry_at
+            if at is None:
+                continue
+            if at <= now:
                 state.retry_at = None
                 self._tasks.submit(uid, self._create_pod, uid)
+            else:
+                upcoming = min(upcoming, at)
+        return upcoming
 
     # -- the pod watch --------------------------------------------------------------------
 
@@ -759,6 +897,7 @@ class NodeAgent:
                 state.create_failures += 1
                 delay = min(self.create_retry_max, 2.0 ** (state.create_failures - 1))
                 state.retry_at = time.monotonic() + delay
+                self._schedule_housekeeping(state.retry_at)
                 _log(
                     logging.ERROR,
                     "provider could not create the pod",
@@ -1062,14 +1201,28 @@ class PodWatcher:
 
 
 class NodeGroup:
-    """Several agents in one process sharing one pod watch (``spec.nodeName!=``, dispatched by node)."""
+    """Several agents in one process sharing one pod watch (``spec.nodeName!=``, dispatched by node).
 
-    def __init__(self, client: Any, agents: Iterable[NodeAgent], *, watch_timeout: float = 300.0) -> None:
+    Build the agents with ``watch=False`` and one :class:`NodeRuntime` (the group closes it
+    on :meth:`stop`). They start ``start_workers`` at a time.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        agents: Iterable[NodeAgent],
+        *,
+        watch_timeout: float = 300.0,
+        runtime: NodeRuntime | None = None,
+        start_workers: int = 16,
+    ) -> None:
         self.agents = {a.node_name: a for a in agents}
         for agent in self.agents.values():
             if agent._watcher is not None:
                 raise ValueError("agents of a NodeGroup are built with watch=False")
         self.watcher = PodWatcher(client, self, "spec.nodeName!=", timeout=watch_timeout)
+        self.runtime = runtime
+        self.start_workers = max(1, start_workers)
 
     def relist(self, pods: Iterable[Pod]) -> None:
         by_node: dict[str, list[Pod]] = {name: [] for name in self.agents}
@@ -1084,15 +1237,60 @@ class NodeGroup:
         if agent is not None:
             agent.handle_pod_event(kind, pod)
 
+    def start_agents(self) -> None:
+        """Start every agent (registration, first Lease, first status), several at a time.
+
+        Raises the first failure (a :class:`LeaseHeldError`, say) after stopping the agents
+        that did start.
+        """
+        agents = list(self.agents.values())
+        if len(agents) == 1 or self.start_workers == 1:
+            started: list[NodeAgent] = []
+            try:
+                for agent in agents:
+                    agent.start()
+                    started.append(agent)
+            except BaseException:
+                for agent in started:
+                    agent.stop()
+                raise
+            return
+        with concurrent.futures.ThreadPoolExecutor(
+            self.start_workers, thread_name_prefix="node-start"
+        ) as pool:
+            futures = {pool.submit(agent.start): agent for agent in agents}
+            failure: BaseException | None = None
+            for future in concurrent.futures.as_completed(futures):
+                error = future.exception()
+                if error is not None and failure is None:
+                    failure = error
+        if failure is not None:
+            self._stop_all([a for f, a in futures.items() if f.exception() is None], "leave")
+            raise failure
+
     def start(self) -> None:
-        for agent in self.agents.values():
-            agent.start()
+        self.start_agents()
         self.watcher.start()
 
     def stop(self, on_stop: str = "leave") -> None:
         self.watcher.stop()
-        for agent in self.agents.values():
-            agent.stop(on_stop)
+        self._stop_all(list(self.agents.values()), on_stop)
+        if self.runtime is not None:
+            self.runtime.close()
+
+    def _stop_all(self, agents: list[NodeAgent], on_stop: str) -> None:
+        if len(agents) <= 1:
+            for agent in agents:
+                agent.stop(on_stop)
+            return
+        with concurrent.futures.ThreadPoolExecutor(
+            self.start_workers, thread_name_prefix="node-stop"
+        ) as pool:
+            for future in [pool.submit(agent.stop, on_stop) for agent in agents]:
+                try:
+                    future.result()
+                except Exception:
+                    log.exception("stopping a node agent failed")
 
     def healthy(self) -> bool:
         return all(a.healthy() for a in self.agents.values())

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ProviderCaller", "ProviderError", "SerialTasks"]
+__all__ = ["BoundCaller", "ProviderCaller", "ProviderError", "SerialTasks"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,34 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
+class BoundCaller:
+    """One agent's view of a (shared) :class:`ProviderCaller`: its own timeout, its provider's kind.
+
+    ``inline``: the provider said its methods never block (``blocking = False``, as the
+    simulated provider does): plain methods are called on the caller's thread, with no
+    pool hop and no timeout; coroutines still go to the event loop.
+    """
+
+    def __init__(self, caller: ProviderCaller, timeout: float, *, inline: bool = False) -> None:
+        self.caller = caller
+        self.timeout = timeout
+        self.inline = inline
+
+    def call(self, method: str, fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
+        if self.inline and not inspect.iscoroutinefunction(fn):
+            try:
+                result = fn(*args)
+            except ProviderError:
+                raise
+            except Exception as err:
+                raise ProviderError(method, f"{type(err).__name__}: {err}") from err
+            if not inspect.isawaitable(result):
+                return result
+            limit = self.timeout if timeout is None else timeout
+            return self.caller.call(method, _await, result, timeout=limit)
+        return self.caller.call(method, fn, *args, timeout=self.timeout if timeout is None else timeout)
+
+
 class SerialTasks:
     """Tasks keyed by pod: run on a pool, one at a time and in order per key, keys in parallel."""
 
@@ -98,16 +126,21 @@ class SerialTasks:
         self._idle = threading.Condition(self._lock)
         self._closed = False
 
-    def submit(self, key: str, fn: Callable[..., Any], *args: Any) -> None:
+    def submit(self, key: str, fn: Callable[..., Any], *args: Any) -> bool:
+        """Queue ``fn(*args)`` behind ``key``'s earlier tasks; False when closed (it never runs)."""
         with self._lock:
             if self._closed:
-                return
+                return False
             tasks = self._pending.get(key)
             if tasks is not None:
                 tasks.append((fn, args))
-                return
+                return True
             self._pending[key] = deque([(fn, args)])
-        self._pool.submit(self._drain, key)
+        try:
+            self._pool.submit(self._drain, key)
+        except RuntimeError:  # closed meanwhile
+            return False
+        return True
 
     def _drain(self, key: str) -> None:
         while True:

@@ -25,6 +25,7 @@ from typing import Any
 from .agent import ON_STOP, NodeAgent, NodeGroup
 from .heartbeat import LeaseHeldError
 from .provider import NodeDescription
+from .runtime import NodeRuntime
 from .simulated import SimulatedProvider
 
 __all__ = ["JsonFormatter", "add_parser", "load_provider", "node_names", "run"]
@@ -118,13 +119,15 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out)
 
 
-def _client(args: argparse.Namespace, counter: Any) -> Any:
+def _client(args: argparse.Namespace, counter: Any, pool_maxsize: int = 16) -> Any:
     from ..clients.http import HttpKubeClient
 
     home = Path.home() / ".kube" / "config"
     if args.kubeconfig or args.context or os.environ.get("KUBECONFIG") or home.exists():
-        return HttpKubeClient.from_kubeconfig(args.kubeconfig, context=args.context, requests=counter)
-    return HttpKubeClient.in_cluster(requests=counter)
+        return HttpKubeClient.from_kubeconfig(
+            args.kubeconfig, context=args.context, requests=counter, pool_maxsize=pool_maxsize
+        )
+    return HttpKubeClient.in_cluster(requests=counter, pool_maxsize=pool_maxsize)
 
 
 class _Endpoints(BaseHTTPRequestHandler):
@@ -184,8 +187,14 @@ def run(args: argparse.Namespace) -> int:
     names = node_names(args.name, args.nodes)
     # Providers first: a typo in --provider is reported before anything touches the cluster.
     providers = [load_provider(args.provider, name, i) for i, name in enumerate(names)]
+    # Renewals of N nodes every 10 s, each answered in a few ms when the API server is idle
+    # and in hundreds when it is busy: one lane thread (and connection) per 50 nodes.
+    heartbeat_workers = max(4, min(32, args.nodes // 50))
     try:
-        client = _client(args, counter)
+        # Pod writes of every node share one pool; the heartbeats (Leases, node status) have
+        # connections of their own, as the kubelet's heartbeat client does.
+        client = _client(args, counter, pool_maxsize=32 if args.nodes > 1 else 16)
+        heartbeat_client = _client(args, counter, pool_maxsize=heartbeat_workers)
     except Exception as err:  # kubernetes.config's ConfigException and friends
         if isinstance(err, ValueError | OSError):
             raise
@@ -194,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
     if args.nodes > 1 and not args.kubelet_mode:
         # Many nodes in one process: one sync worker each is plenty, and keeps the thread count sane.
         options["workers"] = 1
+    runtime = NodeRuntime(heartbeat_workers=heartbeat_workers)
     agents = [
         NodeAgent(
             client,
@@ -203,10 +213,12 @@ def run(args: argparse.Namespace) -> int:
             manager_options=options,
             on_sync=metrics.observe_sync,
             watch=False,
+            runtime=runtime,
+            heartbeat_client=heartbeat_client,
         )
         for i, name in enumerate(names)
     ]
-    group = NodeGroup(client, agents)
+    group = NodeGroup(client, agents, runtime=runtime)
     stop = threading.Event()
 
     def _handler(signum: int, frame: Any) -> None:
@@ -225,16 +237,12 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.healthz_port is not None:
         servers.append(serve_endpoints(args.bind_address, args.healthz_port, group.healthy, None))
-    started: list[NodeAgent] = []
     try:
-        for agent in agents:
-            agent.start()
-            started.append(agent)
+        group.start_agents()
         group.watcher.start()
     except LeaseHeldError as err:
         print(f"error: {err}", file=sys.stderr)
-        for agent in started:
-            agent.stop()
+        runtime.close()
         return EXIT_LEASE_HELD
     print(
         f"podstatus node: {len(names)} node(s) {', '.join(names[:5])}{' ...' if len(names) > 5 else ''} "
@@ -252,5 +260,6 @@ def run(args: argparse.Namespace) -> int:
         for server in servers:
             server.shutdown()
         client.close()
+        heartbeat_client.close()
     print("podstatus node: stopped", flush=True)
     return 0

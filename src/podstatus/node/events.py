@@ -19,9 +19,7 @@ slow or failing Events API never delays a pod status.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import queue
 import threading
 import time
 from collections import OrderedDict
@@ -34,6 +32,7 @@ import msgspec
 
 from ..errors import ApiError, NotFoundError
 from ..types import Pod
+from .calls import SerialTasks
 
 __all__ = [
     "DEFAULT_BURST",
@@ -313,6 +312,7 @@ class EventRecorder:
         correlator: EventCorrelator | None = None,
         queue_size: int = 1000,
         clock: Callable[[], float] = time.time,
+        writer: SerialTasks | None = None,
     ) -> None:
         self.sink = sink
         self.component = component
@@ -320,8 +320,12 @@ class EventRecorder:
         self.clock = clock
         self.correlator = correlator or EventCorrelator(clock=clock)
         self.stats = RecorderStats()
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=queue_size)
-        self._thread: threading.Thread | None = None
+        self.queue_size = queue_size
+        # A shared writer (NodeRuntime.events) keeps this recorder's events in order under its key.
+        self._shared_writer = writer
+        # Our own writer (one thread, made when the first event comes) when none is shared.
+        self._writer: SerialTasks | None = writer or SerialTasks(workers=1, name="podstatus-events")
+        self._key = f"events-{id(self):x}"
         self._idle = threading.Condition()
         self._busy = 0
         self._unsupported = False
@@ -365,31 +369,28 @@ class EventRecorder:
             message,
         )
         with self._idle:
+            if self._busy >= self.queue_size:
+                self.stats.dropped_queue += 1
+                return
             self._busy += 1
-        try:
-            self._queue.put_nowait(body)
-        except queue.Full:
+        writer = self._writer
+        if writer is None or not writer.submit(self._key, self._write_one, body):
             self.stats.dropped_queue += 1
-            with self._idle:
-                self._busy -= 1
-                self._idle.notify_all()
+            self._done()
 
     # -- the writer --------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._run, name="podstatus-events", daemon=True)
-        self._thread.start()
+        if self._writer is None:
+            self._writer = SerialTasks(workers=1, name="podstatus-events")
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Write what is queued (for at most ``timeout`` seconds), then stop the thread."""
+        """Write what is queued (for at most ``timeout`` seconds), then stop writing."""
         self.flush(timeout)
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            with contextlib.suppress(queue.Full):
-                self._queue.put_nowait(None)
-            thread.join(timeout)
+        writer = self._writer
+        if writer is not None and writer is not self._shared_writer:
+            self._writer = None
+            writer.close()
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every queued event was handled; False on timeout."""
@@ -397,25 +398,24 @@ class EventRecorder:
         with self._idle:
             while self._busy:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._thread is None:
+                if remaining <= 0 or self._writer is None:
                     return False
                 self._idle.wait(remaining)
         return True
 
-    def _run(self) -> None:
-        while True:
-            body = self._queue.get()
-            if body is None:
-                return
-            try:
-                self._write(body)
-            except Exception:
-                self.stats.failed += 1
-                log.exception("event writer failed reason=%s", body.get("reason"))
-            finally:
-                with self._idle:
-                    self._busy -= 1
-                    self._idle.notify_all()
+    def _done(self) -> None:
+        with self._idle:
+            self._busy -= 1
+            self._idle.notify_all()
+
+    def _write_one(self, body: dict[str, Any]) -> None:
+        try:
+            self._write(body)
+        except Exception:
+            self.stats.failed += 1
+            log.exception("event writer failed reason=%s", body.get("reason"))
+        finally:
+            self._done()
 
     def _write(self, body: dict[str, Any]) -> None:
         if self._unsupported:

@@ -15,12 +15,10 @@ not started again from scratch.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,6 +37,7 @@ from ..types import (
 )
 from ..workloads import behaviour_of
 from .provider import NodeDescription, PodNotifier
+from .runtime import shared_timer
 
 __all__ = ["SimContainer", "SimPod", "SimulatedProvider", "Timings"]
 
@@ -148,6 +147,10 @@ class SimPod:
 class SimulatedProvider:
     """A :class:`~podstatus.node.provider.Provider` whose containers are simulated."""
 
+    # Its methods never block (in-memory state; delete_pod waits at most the simulated stop
+    # time): the agent calls them on its own thread, without a pool hop or a timeout.
+    blocking = False
+
     def __init__(
         self,
         *,
@@ -164,11 +167,10 @@ class SimulatedProvider:
         self.notifier: PodNotifier | None = None
         self._sims: dict[str, SimPod] = {}
         self._lock = threading.RLock()
-        self._timers: list[tuple[float, int, str, int, Callable[..., None], tuple[Any, ...]]] = []
-        self._timer_seq = itertools.count()
-        self._timer_wake = threading.Condition(self._lock)
+        # Lifecycle steps run on the process's one timer thread (shared by every simulated
+        # provider: a thousand simulated nodes are not a thousand timer threads).
+        self._timer = shared_timer()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._ip_counter = itertools.count(2)
 
     # -- the provider protocol ---------------------------------------------------------
@@ -232,12 +234,7 @@ class SimulatedProvider:
             self._sims.pop(pod.uid, None)
 
     def close(self) -> None:
-        self._stop.set()
-        with self._timer_wake:
-            self._timer_wake.notify_all()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(5)
+        self._stop.set()  # steps still on the timer find it set and do nothing
 
     # -- beyond the protocol --------------------------------------------------------------
 
@@ -339,42 +336,28 @@ class SimulatedProvider:
 
     def _ensure_timer_thread(self) -> None:
         with self._lock:
-            if self._thread is None:
+            if self._stop.is_set():  # closed before: open again
                 self._stop.clear()
-                self._thread = threading.Thread(
-                    target=self._timer_loop, name="podstatus-sim-timers", daemon=True
-                )
-                self._thread.start()
+            if not self._timer.alive():
+                self._timer = shared_timer()
 
     def _after(
         self, sim: SimPod, delay: tuple[float, float] | float, action: Callable[..., None], *args: Any
     ) -> None:
         seconds = delay if isinstance(delay, float | int) else self.rng.uniform(*delay)
-        with self._timer_wake:
-            heapq.heappush(
-                self._timers,
-                (time.monotonic() + seconds, next(self._timer_seq), sim.uid, sim.generation, action, args),
-            )
-            self._timer_wake.notify()
+        self._timer.call_later(seconds, self._fire, sim.uid, sim.generation, action, args)
 
-    def _timer_loop(self) -> None:
-        while not self._stop.is_set():
-            with self._timer_wake:
-                while not self._stop.is_set():
-                    if self._timers and self._timers[0][0] <= time.monotonic():
-                        break
-                    timeout = self._timers[0][0] - time.monotonic() if self._timers else 1.0
-                    self._timer_wake.wait(max(0.0, min(timeout, 1.0)))
-                if self._stop.is_set():
-                    return
-                _, _, uid, generation, action, args = heapq.heappop(self._timers)
-                sim = self._sims.get(uid)
-                if sim is None or sim.generation != generation or sim.done:
-                    continue
-                try:
-                    action(sim, *args)
-                except Exception:
-                    log.exception("simulated lifecycle step failed pod=%s podUID=%s", sim.pod.key(), uid)
+    def _fire(self, uid: str, generation: int, action: Callable[..., None], args: tuple[Any, ...]) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                return
+            sim = self._sims.get(uid)
+            if sim is None or sim.generation != generation or sim.done:
+                return
+            try:
+                action(sim, *args)
+            except Exception:
+                log.exception("simulated lifecycle step failed pod=%s podUID=%s", sim.pod.key(), uid)
 
     # -- the lifecycle ---------------------------------------------------------------------
 

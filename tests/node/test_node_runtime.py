@@ -1,0 +1,150 @@
+"""The shared runtime: one timer and shared pools, so many nodes in one process stay cheap."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from nodekit import make_agent, pod_manifest, wait_for
+
+from podstatus.clients.embedded import EmbeddedClient
+from podstatus.node import NodeGroup, NodeRuntime, SimulatedProvider, Timings
+from podstatus.node.runtime import Timer
+from podstatus.server.http import EmbeddedApiServer
+
+ZERO = Timings(
+    image_pull=(0.0, 0.0),
+    init_run=(0.0, 0.0),
+    startup=(0.0, 0.0),
+    readiness=(0.0, 0.0),
+    stop=(0.0, 0.0),
+)
+
+
+@pytest.fixture
+def client() -> Iterator[EmbeddedClient]:
+    server = EmbeddedApiServer()
+    server.start()
+    yield EmbeddedClient(server)
+    server.stop()
+
+
+def test_timer_runs_calls_in_due_order_and_skips_cancelled_ones() -> None:
+    timer = Timer({"lane": 2})
+    ran: list[str] = []
+    done = threading.Event()
+    try:
+        timer.call_later(0.06, ran.append, "c")
+        timer.call_later(0.02, ran.append, "a")
+        cancelled = timer.call_later(0.03, ran.append, "never")
+        timer.call_later(0.04, ran.append, "b")
+        timer.call_later(0.08, done.set, lane="lane")
+        cancelled.cancel()
+        assert done.wait(5)
+        assert ran == ["a", "b", "c"]
+        with pytest.raises(ValueError, match="no lane"):
+            timer.call_later(0, ran.append, "x", lane="other")
+    finally:
+        timer.close()
+    assert not timer.alive()
+    late = timer.call_later(0, ran.append, "after close")
+    assert late.cancelled
+
+
+def test_a_failing_timer_call_does_not_stop_the_timer(caplog: pytest.LogCaptureFixture) -> None:
+    timer = Timer()
+    done = threading.Event()
+    try:
+        timer.call_later(0, lambda: 1 / 0)
+        timer.call_later(0.01, done.set)
+        assert done.wait(5)
+        assert "timer call failed" in caplog.text
+    finally:
+        timer.close()
+
+
+def test_many_nodes_share_threads_instead_of_a_set_each(client: EmbeddedClient) -> None:
+    """40 nodes with pods: threads grow by the status managers (one per node) and the shared pools.
+
+    With a set of threads per node (housekeeping, lease, task and provider pools, event
+    writer, simulated timers) this was 5-9 threads a node.
+    """
+    nodes = 40
+    before = threading.active_count()
+    runtime = NodeRuntime(task_workers=4, provider_workers=4, event_workers=2)
+    agents = [
+        make_agent(
+            client,
+            SimulatedProvider(timings=ZERO, seed=i),
+            f"vn-{i}",
+            watch=False,
+            runtime=runtime,
+            manager_options={"fast_path": True, "workers": 1},
+        )
+        for i in range(nodes)
+    ]
+    group = NodeGroup(client, agents, runtime=runtime, start_workers=8)
+    group.start()
+    try:
+        for i in range(nodes):
+            client.create_pod(pod_manifest(f"p{i}", node=f"vn-{i}"))
+        wait_for(
+            lambda: all(client.get_pod("default", f"p{i}").status.phase == "Running" for i in range(nodes)),
+            timeout=30,
+            what="every pod Running",
+        )
+        grown = threading.active_count() - before
+        # managers (40) + watch + timers + pools (4 + 4 + 2 + 4 + 8 lanes at most) + the sim timer
+        assert grown <= nodes + 30, f"{grown} new threads for {nodes} nodes"
+        assert group.healthy()
+    finally:
+        group.stop()
+    assert runtime.closed
+
+
+def test_heartbeats_of_nodes_started_together_are_spread_over_the_interval(client: EmbeddedClient) -> None:
+    runtime = NodeRuntime()
+    agents = [
+        make_agent(
+            client,
+            SimulatedProvider(timings=ZERO),
+            f"node-{i}",
+            watch=False,
+            runtime=runtime,
+            lease_renew_interval=10.0,
+        )
+        for i in range(50)
+    ]
+    group = NodeGroup(client, agents, runtime=runtime)
+    started = time.monotonic()
+    group.start()
+    try:
+        due = sorted(a._lease_handle.when - started for a in agents)
+        # All within the interval (the lease lives 40 s), and not in one burst.
+        assert due[0] >= 4.0 and due[-1] <= 10.5
+        assert due[-1] - due[0] > 3.0, due
+        buckets = {int(d) for d in due}
+        assert len(buckets) >= 4, due
+    finally:
+        group.stop()
+
+
+def test_a_group_that_cannot_start_stops_the_agents_that_did(client: EmbeddedClient) -> None:
+    from podstatus.node import LeaseHeldError
+
+    holder = make_agent(client, SimulatedProvider(timings=ZERO), "vn-2")
+    holder.start()
+    try:
+        runtime = NodeRuntime()
+        agents = [
+            make_agent(client, SimulatedProvider(timings=ZERO), f"vn-{i}", watch=False, runtime=runtime)
+            for i in (1, 2, 3)
+        ]
+        group = NodeGroup(client, agents, runtime=runtime, start_workers=3)
+        with pytest.raises(LeaseHeldError):
+            group.start_agents()
+        wait_for(lambda: not any(a.healthy() for a in agents), what="the started agents stopped")
+    finally:
+        holder.stop()
