@@ -57,7 +57,7 @@ except ImportError:
 
 from podstatus.clients.base import RequestCounter  # noqa: E402
 from podstatus.clients.http import HttpKubeClient  # noqa: E402
-from podstatus.errors import ApiError, GoneError, ServerTimeoutError  # noqa: E402
+from podstatus.errors import ApiError, ConnectionFailedError, GoneError, ServerTimeoutError  # noqa: E402
 
 from . import kwok  # noqa: E402
 
@@ -162,10 +162,12 @@ class DriverClient(HttpKubeClient):
                     query={"labelSelector": label_selector},
                 )
                 return
-            except ServerTimeoutError as err:
+            except (ServerTimeoutError, ConnectionFailedError) as err:
+                # A busy server times the request out (or drops it) while it goes on deleting.
                 if time.monotonic() > deadline:
                     raise
-                log.warning("deletecollection timed out on the server; again: %s", err)
+                log.warning("deletecollection did not complete; again: %s", err)
+                time.sleep(1.0)
 
 
 # --- servers ---------------------------------------------------------------------------------
@@ -752,7 +754,11 @@ def run_once(
             result.hold_s = hold
 
         t_delete = time.monotonic()
-        driver.delete_pods_collection(NAMESPACE, f"{LABEL}=1")
+        try:
+            driver.delete_pods_collection(NAMESPACE, f"{LABEL}=1")
+        except ApiError as err:
+            result.note = f"the deletecollection failed: {err}"
+            return result
         gone = tracker.wait(lambda: len(tracker.gone) >= pods, t_delete + limit, alive)
         with tracker.lock:
             result.gone_pods = len(tracker.gone)
