@@ -10,9 +10,10 @@ import pytest
 from nodekit import make_agent, pod_manifest, wait_for
 
 from podstatus.clients.embedded import EmbeddedClient
-from podstatus.node import NodeGroup, NodeRuntime, SimulatedProvider, Timings
+from podstatus.node import FakeProvider, NodeGroup, NodeRuntime, SimulatedProvider, Timings
 from podstatus.node.runtime import Timer
 from podstatus.server.http import EmbeddedApiServer
+from podstatus.types import Pod
 
 ZERO = Timings(
     image_pull=(0.0, 0.0),
@@ -148,3 +149,36 @@ def test_a_group_that_cannot_start_stops_the_agents_that_did(client: EmbeddedCli
         wait_for(lambda: not any(a.healthy() for a in agents), what="the started agents stopped")
     finally:
         holder.stop()
+
+
+class _ThreadRecorder(FakeProvider):
+    """Records which thread runs create_pod."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def create_pod(self, pod: Pod) -> None:
+        self.threads.append(threading.current_thread().name)
+        super().create_pod(pod)
+
+
+class _NonBlocking(_ThreadRecorder):
+    blocking = False
+
+
+@pytest.mark.parametrize(("provider_class", "on_pool"), [(_ThreadRecorder, True), (_NonBlocking, False)])
+def test_a_provider_that_never_blocks_is_called_without_a_pool_hop(
+    client: EmbeddedClient, provider_class: type[_ThreadRecorder], on_pool: bool
+) -> None:
+    provider = provider_class()
+    agent = make_agent(client, provider)
+    agent.start()
+    try:
+        client.create_pod(pod_manifest("p"))
+        wait_for(lambda: provider.threads, what="create_pod called")
+        # Pod tasks run on the task pool ("-pods"); plain provider calls hop to "-provider".
+        assert ("-provider" in provider.threads[0]) is on_pool, provider.threads
+        assert "-pods" in provider.threads[0] or on_pool, provider.threads
+    finally:
+        agent.stop()

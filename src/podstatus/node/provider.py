@@ -8,7 +8,11 @@ recorder, the Node and its Lease through the heartbeat.
 
 Every method may be a plain function or an ``async def``; the agent runs
 coroutines on an event loop thread of its own and plain calls on a thread
-pool, each with a timeout, so a provider that hangs delays only itself.
+pool, each with a timeout, so a provider that hangs delays only itself. A
+provider whose plain methods never block (in-memory state, like the simulated
+one) may say so with a class attribute ``blocking = False``: the agent then
+calls them on its own thread, without the pool hop and without a timeout,
+which is cheaper with thousands of pods.
 
 A provider reports pod status either by being polled (:meth:`get_pod_status`
 every few seconds) or, better, through the :class:`PodNotifier` the agent hands

@@ -181,7 +181,7 @@ class NodeRuntime:
         provider_workers: int = 64,
         heartbeat_workers: int = 4,
         housekeeping_workers: int = 8,
-        event_workers: int = 4,
+        event_workers: int = 8,
         name: str = "podstatus-node",
     ) -> None:
         self.timer = Timer(
