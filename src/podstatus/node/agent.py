@@ -234,6 +234,7 @@ class NodeAgent:
         on_watch_event: Callable[[str, Pod], None] | None = None,
         on_lost: Callable[[NodeAgent], None] | None = None,
         event_component: str = "podstatus-node",
+        events: str = "all",
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.client = client
@@ -258,7 +259,7 @@ class NodeAgent:
         self.node_status = NodeStatusReporter(
             node_name, report_frequency=node_status_report_frequency, clock=clock
         )
-        self.recorder = EventRecorder(upkeep, component=event_component, host=node_name)
+        self.recorder = EventRecorder(upkeep, component=event_component, host=node_name, events=events)
         self._upkeep = upkeep
         self.calls = ProviderCaller(provider_timeout, workers=32, name=f"provider-{node_name}")
         self._tasks = SerialTasks(workers=32, name=f"pods-{node_name}")
