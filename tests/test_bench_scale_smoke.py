@@ -68,3 +68,28 @@ def test_an_incomplete_run_gets_no_ratio() -> None:
     assert len(rows) == 2
     assert "incomplete: only 3/10 nodes Ready" in rows[1][1]
     assert rows[1][4] == "—"
+
+
+def test_podstatus_writes_only_warning_events_by_default() -> None:
+    # KWOK writes no Events: like for like unless --podstatus-events all asks for the kubelet's trail.
+    assert harness.DEFAULT_PODSTATUS_EVENTS == "warning"
+    cmd = harness.PodstatusContender().command("k.conf", 3)
+    assert cmd[cmd.index("--events") + 1] == "warning"
+    cmd = harness.PodstatusContender(events="all").command("k.conf", 3)
+    assert cmd[cmd.index("--events") + 1] == "all"
+
+
+def test_the_page_says_which_events_podstatus_wrote(tmp_path: Path) -> None:
+    done = {"completed": True, "nodes_up_s": 1.0, "ready_s": 2.0, "gone_s": 1.0, "cpu_s": 4.0}
+    kw = harness.RunResult("kwok", 10, 100, requests={"patch": 10}, **done)
+    ps = harness.RunResult("podstatus", 10, 100, requests={"patch": 30}, events="warning", **done)
+    page = tmp_path / "scale.md"
+    invocation = {"command": "c", "started": "s", "commit": "x", "machine": "m"}
+    harness.save(page, [kw, ps], [], invocation, add=False)
+    text = " ".join(page.read_text(encoding="utf-8").split())
+    assert "podstatus ran with `--podstatus-events warning`" in text
+    assert "`--podstatus-events all` measures the kubelet's full Event trail" in text
+    # A run of another size with every Event (or one from before the flag) is told apart.
+    old = harness.RunResult("podstatus", 100, 1000, **done)
+    note = harness.events_note([kw, ps, old])
+    assert "10 × 100: `warning`" in note and "100 × 1000: `all`" in note

@@ -295,3 +295,23 @@ def test_retries_are_bounded() -> None:
     assert result.create_retries == 3
     assert result.not_created and "after 4 attempts" in result.not_created[0]
     assert not result.ok
+
+
+def test_simulate_events_flag_reaches_the_node_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+    real = Simulation
+
+    class Spy(Simulation):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            seen["events"] = self.agent.agent.recorder.events
+
+        def run(self) -> SimulationResult:
+            raise KeyboardInterrupt  # built: that is all this test needs
+
+    monkeypatch.setattr("podstatus.simulator.Simulation", Spy)
+    assert (
+        cli.main(["simulate", "--pods", "1", "--in-process", "--no-progress", "--events", "warning"]) == 130
+    )
+    assert seen["events"] == "warning"
+    assert real(FakeNodeClient(), []).agent.agent.recorder.events == "all"  # the kubelet's by default

@@ -70,6 +70,10 @@ LABEL = "podstatus.io/scale-bench"
 NODE_PREFIX = "node"
 BATCH_EVERY = 10  # every 10th pod is a batch pod
 CONTENDERS = ("kwok", "podstatus")
+# podstatus node --events: KWOK writes no Events, so by default podstatus writes only the Warning ones
+# (like for like); "all" measures the kubelet's full Event trail.
+PODSTATUS_EVENTS = ("all", "warning", "none")
+DEFAULT_PODSTATUS_EVENTS = "warning"
 # The apiserver fixture; another copy of it may be named (a tree whose fixture has other options).
 START = Path(os.environ.get("PODSTATUS_APISERVER_START") or ROOT / "tests" / "apiserver" / "start")
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -377,8 +381,13 @@ class PodstatusContender(Contender):
     name = "podstatus"
     agent = "podstatus/"
 
-    def __init__(self, provider: str | None = "bench.scale.provider:InstantProvider") -> None:
+    def __init__(
+        self,
+        provider: str | None = "bench.scale.provider:InstantProvider",
+        events: str = DEFAULT_PODSTATUS_EVENTS,
+    ) -> None:
         self.provider = provider
+        self.events = events
 
     @staticmethod
     def available() -> bool:
@@ -390,7 +399,7 @@ class PodstatusContender(Contender):
 
     def command(self, kubeconfig: str, nodes: int) -> list[str]:
         cmd = [sys.executable, "-m", "podstatus.cli", "node", "--kubeconfig", kubeconfig]
-        cmd += ["--nodes", str(nodes), "--name", NODE_PREFIX]
+        cmd += ["--nodes", str(nodes), "--name", NODE_PREFIX, "--events", self.events]
         if self.provider:
             cmd += ["--provider", self.provider]
         return cmd
@@ -633,6 +642,8 @@ class RunResult:
     stale_lease_samples: int = 0
     max_lease_age: float = 0.0
     wall_s: float = 0.0
+    # podstatus node --events of the run ("" for KWOK, and for podstatus runs before the flag: "all").
+    events: str = ""
 
     @property
     def total_requests(self) -> int:
@@ -657,6 +668,7 @@ def run_once(
     ``scheduled``: the pods name no node and a kube-scheduler (``--control-plane``) places them.
     """
     result = RunResult(contender.name, nodes, pods, batch_expected=pods // BATCH_EVERY, scheduled=scheduled)
+    result.events = str(getattr(contender, "events", ""))
     result.load = os.getloadavg()[0]
     names = node_names(nodes)
     driver = server.driver()
@@ -798,13 +810,19 @@ def run_once(
 
 
 def run_podstatus_embedded(
-    nodes: int, pods: int, workdir: Path, *, heartbeat_interval: float = 1.0, hold: float = 0.0
+    nodes: int,
+    pods: int,
+    workdir: Path,
+    *,
+    heartbeat_interval: float = 1.0,
+    hold: float = 0.0,
+    events: str = DEFAULT_PODSTATUS_EVENTS,
 ) -> RunResult:
     """The podstatus path against the in-process EmbeddedApiServer (the smoke of ``make test``)."""
     server = EmbeddedServer(workdir)
     try:
         return run_once(
-            PodstatusContender(),
+            PodstatusContender(events=events),
             server,
             nodes,
             pods,
@@ -942,6 +960,29 @@ def requests_detail(results: list[RunResult], attribute: str = "requests_by_reso
     return markdown_table(header, rows)
 
 
+def events_note(results: list[RunResult]) -> str:
+    """Which Events the podstatus rows wrote (``podstatus node --events``), for the page."""
+    modes: dict[str, list[str]] = {}
+    for r in results:
+        if r.contender == "podstatus":
+            # Runs from before the flag wrote every Event, as --events all does.
+            modes.setdefault(r.events or "all", []).append(_size(r))
+    if not modes:
+        return "No podstatus row on this page."
+    what = {
+        "all": "the kubelet's full Event trail, Normal and Warning",
+        "warning": "Warning Events only",
+        "none": "no Events",
+    }
+    if len(modes) == 1:
+        mode = next(iter(modes))
+        return f"podstatus ran with `--podstatus-events {mode}` (`podstatus node --events {mode}`): {what.get(mode, mode)}."
+    parts = "; ".join(
+        f"{', '.join(sizes)}: `{mode}` ({what.get(mode, mode)})" for mode, sizes in modes.items()
+    )
+    return f"podstatus rows ran with different `--podstatus-events` (`podstatus node --events`): {parts}."
+
+
 def git_commit() -> str:
     try:
         return subprocess.run(
@@ -1006,6 +1047,7 @@ def save(
         detail=requests_detail(results) or "(no per-resource counts)",
         errors=requests_detail(results, "errors") or "(none)",
         notes="\n".join(f"- {label}: {text}" for label, text in notes) or "- none",
+        events=events_note(results),
     )
     path.write_text(text, encoding="utf-8")
 
@@ -1041,6 +1083,10 @@ the scheduler places them, and the node lifecycle controller watches the heartbe
   Succeeded (`podstatus.io/behaviour: complete`); a deleted pod's containers are stopped and the
   agent deletes it with grace 0 once its status is terminal, as a kubelet does.
 
+Events: {events} KWOK writes no Events, so by default the harness runs podstatus with
+`--podstatus-events warning`, a like-for-like comparison; `--podstatus-events all` measures the
+kubelet's full Event trail (Pulling, Pulled, Created, Started, Killing...).
+
 Columns: *nodes up*: contender start to every Node Ready (for KWOK this includes the driver creating
 the Nodes). *create rate*: the driver's pod creates per second. *create → all up*: first create to
 the last pod at its goal, seen through the driver's watch. *per pod*: from a pod's create (its answer
@@ -1050,8 +1096,8 @@ to the last DELETED event. *contender CPU*, *peak RSS*: of the contender's proce
 (`--hold` seconds: heartbeats and resyncs only), per minute. *API requests*: every request the
 contender made, counted from the apiserver's audit log by user agent (`apiserver_request_total` in
 v1.37 has no user-agent label, so it cannot tell the contender from the driver); *of which Events*:
-the kubelet's Events (Pulling, Pulled, Created, Started, Killing...), which podstatus writes and KWOK
-does not, so the ratio row gives the requests without them too. *apiserver / etcd CPU*: their CPU-seconds over the
+the Events podstatus wrote (all of the kubelet's, or only the Warning ones: see *Events* above) and
+KWOK does not write, so the ratio row gives the requests without them too. *apiserver / etcd CPU*: their CPU-seconds over the
 run, the driver's requests included (the same for both). *missed heartbeats*: node samples (every
 5 s, every node) whose Ready condition was not True or whose Lease was older than its
 `leaseDurationSeconds`, which a node lifecycle controller would turn into Unknown. *load at start*:
@@ -1114,6 +1160,13 @@ def main(argv: list[str] | None = None) -> int:
         help="--provider for podstatus node ('' for its default simulated timings)",
     )
     parser.add_argument(
+        "--podstatus-events",
+        choices=PODSTATUS_EVENTS,
+        default=DEFAULT_PODSTATUS_EVENTS,
+        help="--events for podstatus node (default warning: KWOK writes no Events; "
+        "all measures the kubelet's full Event trail)",
+    )
+    parser.add_argument(
         "--scheduled-sizes",
         default="",
         help="NODESxPODS,... to run once more with kube-scheduler placing the pods (start --control-plane)",
@@ -1147,7 +1200,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 contender: Contender = (
-                    KwokContender() if name == "kwok" else PodstatusContender(args.podstatus_provider or None)
+                    KwokContender()
+                    if name == "kwok"
+                    else PodstatusContender(args.podstatus_provider or None, args.podstatus_events)
                 )
             except (RuntimeError, OSError, subprocess.CalledProcessError) as err:
                 notes.append((label, f"not run, {err}"))

@@ -96,6 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--no-progress", action="store_true", help="no live progress display")
 
+    from .node.events import EVENT_FILTERS
+
+    sim.add_argument(
+        "--events",
+        choices=tuple(EVENT_FILTERS),
+        default="all",
+        help="which Events the node writes: all (the kubelet's, Normal and Warning), warning, or none",
+    )
+
     from .node.command import add_parser as add_node_parser
 
     add_node_parser(sub)
@@ -262,6 +271,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         delete_fraction=args.delete_fraction,
         seed=args.seed,
         manager_options=options,
+        events=args.events,
         request_counter=counter,
         on_sync=metrics.observe_sync if metrics is not None else None,
     )

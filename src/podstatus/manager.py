@@ -784,7 +784,14 @@ class Manager:
         key = f"{entry.namespace}/{entry.name}"
         requests = 0
 
-        use_cached = cached_pod is not None and not reconcile and self._pod_manager_agrees(uid, cached_pod)
+        use_cached = False
+        if cached_pod is not None and not reconcile:
+            # The pod manager (the agent's watch) may hold a newer copy than our last write (a
+            # deletionTimestamp, another writer): write from that one. The resourceVersion
+            # precondition still turns a stale base into a 409 and a GET, and the UID check
+            # below runs on whichever base is used.
+            cached_pod = self._newest_known_pod(uid, cached_pod)
+            use_cached = cached_pod is not None
         for attempt in range(2):
             if use_cached and attempt == 0:
                 assert cached_pod is not None
@@ -937,25 +944,25 @@ class Manager:
                 log.exception("on_sync observer failed")
         return True
 
-    def _pod_manager_agrees(self, uid: str, cached_pod: Pod) -> bool:
-        """Whether the pod object we wrote last is still the newest we know of.
+    def _newest_known_pod(self, uid: str, cached_pod: Pod) -> Pod | None:
+        """The newest copy of the pod we know of, to write from; None when a GET must tell.
 
-        The node agent feeds the pod manager from a watch; a newer
-        resourceVersion there (a deletion, another writer) means our copy is
-        stale, and a GET is cheaper than a conflict.
+        The node agent feeds the pod manager from a watch: a newer
+        resourceVersion there (a deletion, another writer) means our copy from
+        the last write is stale, and the pod manager's copy is as good a base as
+        a GET. When the two versions cannot be ordered (not integers), read.
         """
-        pod = self._pods.get_pod_by_uid(uid)
-        if pod is not None and is_static_pod(pod):
-            pod = self._pods.get_mirror_pod_by_pod(pod)
+        pod = self._known_api_pod(uid)
         if pod is None:
-            return True
+            return cached_pod
         mine, theirs = cached_pod.metadata.resource_version, pod.metadata.resource_version
-        if not theirs or theirs == mine:
-            return True
+        if theirs == mine:
+            return cached_pod
         try:
-            return int(theirs) <= int(mine or "0")
+            newer = int(theirs or "0") > int(mine or "0")
         except ValueError:
-            return False
+            return None
+        return pod if newer else cached_pod
 
     def _known_api_pod(self, uid: str) -> Pod | None:
         pod = self._pods.get_pod_by_uid(uid)

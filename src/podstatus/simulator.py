@@ -356,6 +356,7 @@ class Simulation:
         create_attempts: int = 10,
         create_backoff: float = 0.1,
         create_backoff_max: float = 2.0,
+        events: str = "all",
     ) -> None:
         self.checker = InvariantChecker()
         # Bounded: 10 attempts from 0.1 s doubling to 2 s ride out ~10 s of an unreachable server.
@@ -385,6 +386,7 @@ class Simulation:
             manager_options=manager_options,
             on_sync=self._on_sync,
             on_event=self.checker.observe_event,
+            events=events,
         )
         self._created: dict[tuple[str, str], str] = {}
         # Every UID the simulation created (key by UID) and the ones it deleted itself.

@@ -7,9 +7,9 @@ import time
 from collections import Counter
 
 import pytest
-from mgrkit import World, by_mode, cid, drain, make_pod, running_status, wait_for
+from mgrkit import NOW, World, by_mode, cid, drain, make_pod, running_status, wait_for
 
-from podstatus import ConflictError, InternalServerError
+from podstatus import ConflictError, InternalServerError, PodStatus
 
 # --- skip_get: write from the last pod known to be on the server ------------------------------
 
@@ -73,14 +73,103 @@ def test_conflict_reads_again_then_patches(world: World) -> None:
     assert m.pending_count() == 0
 
 
-def test_a_newer_pod_manager_copy_means_read_first(world: World) -> None:
+def test_a_newer_pod_manager_copy_is_the_base(world: World) -> None:
     pod = world.add(make_pod("a"))
     m = world.manager("fast")
     m.set_pod_status(pod, running_status(pod))
     m.sync_batch()
     other = world.server(pod)
     world.client.put_pod(other.replace(metadata=other.metadata.replace(labels={"touched": "yes"})))
-    world.refresh(pod)  # the watch saw the newer version
+    fresh = world.refresh(pod)  # the watch saw the newer version
+    world.clear()
+    m.set_pod_status(pod, running_status(pod, ready=False))
+    m.sync_batch()
+    # Written from the pod manager's copy, not read again; its resourceVersion is the precondition.
+    assert world.verbs() == ["patch"]
+    assert world.client.patches()[0]["metadata"] == {
+        "uid": pod.uid,
+        "resourceVersion": fresh.metadata.resource_version,
+    }
+    assert world.server(pod).metadata.labels == {"touched": "yes"}
+    assert world.server_status(pod).to_dict() == m.get_pod_status(pod.uid).to_dict()  # type: ignore[union-attr]
+
+
+def test_deletion_seen_by_the_watch_is_patch_and_delete_without_get(world: World) -> None:
+    pod = world.add(make_pod("a"))
+    m = world.manager("fast")
+    m.set_pod_status(pod, running_status(pod))
+    m.sync_batch()
+    # The API server marks the pod for deletion; the watch delivers it to the pod manager.
+    on_server = world.server(pod)
+    world.client.put_pod(
+        on_server.replace(
+            metadata=on_server.metadata.replace(deletion_timestamp=NOW, deletion_grace_period_seconds=30)
+        )
+    )
+    deleting = world.refresh(pod)
+    world.clear()
+    m.terminate_pod(deleting)
+    assert m.sync_batch() == 1
+    assert world.verbs() == ["patch", "delete"]
+    assert world.client.patches()[0]["metadata"]["resourceVersion"] == deleting.metadata.resource_version
+    assert world.client.requests[-1] == ("delete", "default", "a", 0, pod.uid)
+    assert world.client.pod("default", "a") is None
+    assert m.get_pod_status(pod.uid) is None
+
+
+def test_a_stale_pod_manager_copy_conflicts_then_reads(world: World) -> None:
+    pod = world.add(make_pod("a"))
+    m = world.manager("fast")
+    m.set_pod_status(pod, running_status(pod))
+    m.sync_batch()
+    other = world.server(pod)
+    world.client.put_pod(other.replace(metadata=other.metadata.replace(labels={"touched": "1"})))
+    seen = world.refresh(pod)  # the watch saw this version ...
+    other = world.server(pod)
+    world.client.put_pod(other.replace(metadata=other.metadata.replace(labels={"touched": "2"})))
+    fresh = world.server(pod)  # ... but not this one yet
+    world.clear()
+    m.set_pod_status(pod, running_status(pod, ready=False))
+    assert m.sync_batch() == 1
+    assert world.verbs() == ["patch", "get", "patch"]
+    first, second = world.client.patches()
+    assert first["metadata"]["resourceVersion"] == seen.metadata.resource_version
+    assert second["metadata"]["resourceVersion"] == fresh.metadata.resource_version
+    assert world.server(pod).metadata.labels == {"touched": "2"}
+    assert m.pending_count() == 0
+
+
+def test_recreated_behind_a_newer_pod_manager_copy_is_never_written(world: World) -> None:
+    pod = world.add(make_pod("a"))
+    m = world.manager("fast")
+    m.set_pod_status(pod, running_status(pod))
+    m.sync_batch()
+    other = world.server(pod)
+    world.client.put_pod(other.replace(metadata=other.metadata.replace(labels={"touched": "yes"})))
+    world.refresh(pod)
+    # Then deleted and recreated; the watch has not delivered that yet.
+    world.client.remove(pod.namespace, pod.name)
+    new_pod = world.client.add_pod(make_pod("a", uid="uid-a-2", status=PodStatus(phase="Pending")))
+    world.clear()
+    m.set_pod_status(pod, running_status(pod, ready=False))
+    m.sync_batch()
+    # The UID precondition refuses the write; the GET sees the new UID and drops the status.
+    assert world.verbs() == ["patch", "get"]
+    assert all(body["metadata"]["uid"] == pod.uid for body in world.client.patches())
+    assert m.get_pod_status(pod.uid) is None
+    now = world.server(new_pod)
+    assert now.uid == "uid-a-2"
+    assert now.metadata.resource_version == new_pod.metadata.resource_version
+
+
+def test_unordered_resource_versions_read_first(world: World) -> None:
+    pod = world.add(make_pod("a"))
+    m = world.manager("fast")
+    m.set_pod_status(pod, running_status(pod))
+    m.sync_batch()
+    # A pod manager copy whose resourceVersion cannot be compared with ours: ask the server.
+    known = world.server(pod)
+    world.pods.update_pod(known.replace(metadata=known.metadata.replace(resource_version="opaque")))
     world.clear()
     m.set_pod_status(pod, running_status(pod, ready=False))
     m.sync_batch()

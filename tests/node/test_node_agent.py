@@ -623,6 +623,18 @@ def test_start_checks_the_lease_before_writing_anything_and_renewal_is_one_put()
         agent.stop()
 
 
+def test_a_fresh_node_reads_its_lease_once() -> None:
+    fake = FakeNodeClient()
+    agent = make_agent(fake, FakeProvider(), lease_renew_interval=60)
+    agent.start()
+    try:
+        leases = [verb for verb, resource in fake.calls() if resource == "leases"]
+        # check() saw no Lease (404): the first renewal creates it without asking again.
+        assert leases == ["get", "create"]
+    finally:
+        agent.stop()
+
+
 def test_a_lease_conflict_reads_again_and_renews() -> None:
     fake = FakeNodeClient()
     agent = make_agent(fake, FakeProvider(), lease_renew_interval=60)

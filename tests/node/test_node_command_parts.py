@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +107,41 @@ def test_an_agent_that_lost_its_node_is_unhealthy() -> None:
         assert not agent.healthy()
     finally:
         agent.stop()
+
+
+class _Stop(Exception):
+    """Ends ``podstatus node`` once its agents are built (nothing is started)."""
+
+
+def _agents_built_by(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    from podstatus.clients.fake import FakeNodeClient
+    from podstatus.node import command
+
+    built: list[Any] = []
+
+    class Group:
+        def __init__(self, client: Any, agents: list[Any], **options: Any) -> None:
+            built.extend(agents)
+            raise _Stop
+
+    monkeypatch.setattr(
+        command, "_client", lambda args, counter, pool_maxsize=16: FakeNodeClient(counter=counter)
+    )
+    monkeypatch.setattr(command, "NodeGroup", Group)
+    with pytest.raises(_Stop):
+        main(argv)
+    return built
+
+
+@pytest.mark.parametrize("flag", ["warning", "none", None])
+def test_events_flag_reaches_every_agents_recorder(monkeypatch: pytest.MonkeyPatch, flag: str | None) -> None:
+    argv = ["node", "--nodes", "2"] + (["--events", flag] if flag else [])
+    agents = _agents_built_by(argv, monkeypatch)
+    assert len(agents) == 2
+    assert {a.recorder.events for a in agents} == {flag or "all"}
+
+
+def test_events_flag_refuses_other_values(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["node", "--events", "normal"])
+    assert "--events: invalid choice" in capsys.readouterr().err

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
 
 import msgspec
+import pytest
 from nodekit import events_for
 
 from podstatus.clients.embedded import EmbeddedClient
@@ -15,6 +17,9 @@ from podstatus.node.events import (
     COMBINED_PREFIX,
     DEFAULT_BURST,
     DEFAULT_QPS,
+    EVENT_FILTERS,
+    NORMAL,
+    WARNING,
     EventCorrelator,
     EventRecorder,
     ObjectRef,
@@ -195,3 +200,71 @@ def test_events_reach_the_server(tmp_path: Any) -> None:
         rec.stop()
         (event,) = events_for(client)
         assert event["involvedObject"]["name"] == "web" and event["count"] == 2
+
+
+# --- which types are written (events="all" | "warning" | "none") ---------------------------------
+
+
+def _record_one_of_each(rec: EventRecorder) -> None:
+    rec.event(POD, NORMAL, "Started", "Started container app")
+    rec.event(POD, WARNING, "BackOff", "Back-off restarting failed container app")
+    rec.event(POD, NORMAL, "Killing", "Stopping container app")
+
+
+def test_all_is_the_default_and_writes_normal_and_warning() -> None:
+    sink, clock = Sink(), Clock()
+    rec = recorder(sink, clock)
+    assert rec.events == "all" and EVENT_FILTERS["all"] == {NORMAL, WARNING}
+    _record_one_of_each(rec)
+    assert rec.flush()
+    rec.stop()
+    assert [e["reason"] for e in sink.created] == ["Started", "BackOff", "Killing"]
+    assert rec.stats.filtered == 0 and rec.stats.created == 3
+
+
+def test_warning_writes_only_warnings_and_counts_the_rest(caplog: pytest.LogCaptureFixture) -> None:
+    sink, clock = Sink(), Clock()
+    rec = EventRecorder(sink, host="vn-1", clock=clock, events="warning")
+    rec.start()
+    with caplog.at_level(logging.DEBUG, logger="podstatus.node.events"):
+        _record_one_of_each(rec)
+    assert rec.flush()
+    rec.stop()
+    assert [(e["type"], e["reason"]) for e in sink.created] == [(WARNING, "BackOff")]
+    assert rec.stats.filtered == 2 and rec.stats.created == 1
+    # Still logged, at debug.
+    filtered = [r for r in caplog.records if "not written" in r.getMessage()]
+    assert [r.levelno for r in filtered] == [logging.DEBUG, logging.DEBUG]
+    assert "reason=Started" in filtered[0].getMessage()
+
+
+def test_none_writes_nothing() -> None:
+    sink, clock = Sink(), Clock()
+    rec = EventRecorder(sink, host="vn-1", clock=clock, events="none")
+    rec.start()
+    _record_one_of_each(rec)
+    assert rec.flush()
+    rec.stop()
+    assert sink.created == [] and sink.patched == []
+    assert rec.stats.filtered == 3 and rec.stats.created == 0
+
+
+def test_filtered_events_do_not_use_the_spam_filter_budget() -> None:
+    sink, clock = Sink(), Clock()
+    rec = EventRecorder(
+        sink, host="vn-1", clock=clock, events="warning", correlator=EventCorrelator(clock=clock, burst=2)
+    )
+    rec.start()
+    for i in range(10):
+        rec.event(POD, NORMAL, f"Normal{i}", "m")
+    rec.event(POD, WARNING, "W1", "m")
+    rec.event(POD, WARNING, "W2", "m")
+    assert rec.flush()
+    rec.stop()
+    assert [e["reason"] for e in sink.created] == ["W1", "W2"]
+    assert rec.stats.dropped_spam == 0
+
+
+def test_an_unknown_filter_is_refused() -> None:
+    with pytest.raises(ValueError, match="all, warning, none"):
+        EventRecorder(Sink(), events="warnings")

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
 
 from podstatus.clients.embedded import EmbeddedClient
+from podstatus.clients.fake import FakeNodeClient
 from podstatus.node.heartbeat import (
     AGENT_ANNOTATION,
     LEASE_NAMESPACE,
+    LeaseHeldError,
     LeaseKeeper,
     NodeStatusReporter,
 )
@@ -107,3 +112,101 @@ def test_lease_renew_time_and_take_over() -> None:
         other.check(take_over=True)
         assert other.renew()
         assert not mine.renew() and mine.lost
+
+
+# --- check() then the first renew(): what check() read is the base (FakeNodeClient records) ----
+
+
+def _lease(agent: str, renewed: datetime) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "vn-1", "namespace": LEASE_NAMESPACE, "annotations": {AGENT_ANNOTATION: agent}},
+        "spec": {
+            "holderIdentity": "vn-1",
+            "leaseDurationSeconds": 40,
+            "renewTime": renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        },
+    }
+
+
+def _lease_calls(fake: FakeNodeClient) -> list[str]:
+    return [verb for verb, resource in fake.calls() if resource == "leases"]
+
+
+def _holder(fake: FakeNodeClient) -> str:
+    lease = EmbeddedClient(fake.store).get_lease(LEASE_NAMESPACE, "vn-1")
+    return str(lease["metadata"]["annotations"][AGENT_ANNOTATION])
+
+
+def test_absent_lease_is_created_without_a_second_get() -> None:
+    fake = FakeNodeClient()
+    keeper = LeaseKeeper(fake, "vn-1", "me", clock=Clock())
+    keeper.check(take_over=False)
+    assert keeper.renew()
+    assert _lease_calls(fake) == ["get", "create"]
+    assert keeper.renewals == 1 and not keeper.recreated
+    assert keeper.renew()  # and from then on, one update per renewal
+    assert _lease_calls(fake) == ["get", "create", "update"]
+
+
+def test_lease_created_between_check_and_renew_is_read_then_updated() -> None:
+    fake = FakeNodeClient()
+    clock = Clock()
+    keeper = LeaseKeeper(fake, "vn-1", "me", clock=clock)
+    keeper.check(take_over=False)
+    # Someone (ours from before, released) creates it meanwhile: the create gets AlreadyExists.
+    EmbeddedClient(fake.store).create_lease(LEASE_NAMESPACE, _lease("", clock()))
+    assert keeper.renew()
+    assert _lease_calls(fake) == ["get", "create", "get", "update"]
+    assert _holder(fake) == "me"
+
+
+def test_lease_taken_between_check_and_renew_is_not_overwritten() -> None:
+    fake = FakeNodeClient()
+    clock = Clock()
+    keeper = LeaseKeeper(fake, "vn-1", "me", clock=clock)
+    keeper.check(take_over=False)
+    EmbeddedClient(fake.store).create_lease(LEASE_NAMESPACE, _lease("other", clock()))
+    assert not keeper.renew()
+    assert keeper.lost
+    assert _lease_calls(fake) == ["get", "create", "get"]
+    assert _holder(fake) == "other"
+
+
+@pytest.mark.parametrize("case", ["ours", "released", "expired", "take-over"])
+def test_present_lease_seen_by_check_is_the_base_of_the_first_update(case: str) -> None:
+    fake = FakeNodeClient()
+    clock = Clock()
+    agent = {"ours": "me", "released": "", "expired": "other", "take-over": "other"}[case]
+    renewed = clock() - timedelta(seconds=41) if case == "expired" else clock()
+    EmbeddedClient(fake.store).create_lease(LEASE_NAMESPACE, _lease(agent, renewed))
+    keeper = LeaseKeeper(fake, "vn-1", "me", clock=clock)
+    keeper.check(take_over=case == "take-over")
+    assert keeper.renew()
+    assert _lease_calls(fake) == ["get", "update"]
+    assert _holder(fake) == "me"
+    assert not keeper.lost
+
+
+def test_a_stale_checked_lease_conflicts_then_reads() -> None:
+    fake = FakeNodeClient()
+    clock = Clock()
+    store = EmbeddedClient(fake.store)
+    store.create_lease(LEASE_NAMESPACE, _lease("", clock()))
+    keeper = LeaseKeeper(fake, "vn-1", "me", clock=clock)
+    keeper.check(take_over=False)
+    lease = store.get_lease(LEASE_NAMESPACE, "vn-1")
+    lease["metadata"].setdefault("labels", {})["touched"] = "yes"
+    store.update_lease(LEASE_NAMESPACE, "vn-1", lease)  # the checked copy is now stale
+    assert keeper.renew()
+    assert _lease_calls(fake) == ["get", "update", "get", "update"]
+    assert _holder(fake) == "me"
+
+
+def test_check_still_refuses_a_live_foreign_holder() -> None:
+    fake = FakeNodeClient()
+    clock = Clock()
+    EmbeddedClient(fake.store).create_lease(LEASE_NAMESPACE, _lease("other", clock()))
+    keeper = LeaseKeeper(fake, "vn-1", "me", clock=clock)
+    with pytest.raises(LeaseHeldError):
+        keeper.check(take_over=False)
+    assert _lease_calls(fake) == ["get"]

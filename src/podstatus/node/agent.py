@@ -246,6 +246,7 @@ class NodeAgent:
         on_watch_event: Callable[[str, Pod], None] | None = None,
         on_lost: Callable[[NodeAgent], None] | None = None,
         event_component: str = "podstatus-node",
+        events: str = "all",
         clock: Callable[[], datetime] = utcnow,
         runtime: NodeRuntime | None = None,
         heartbeat_client: Any = None,
@@ -279,6 +280,7 @@ class NodeAgent:
             component=event_component,
             host=node_name,
             writer=None if self._own_runtime else self.runtime.events,
+            events=events,
         )
         self._upkeep = upkeep
         # A provider whose methods never block (blocking = False) is called without a thread hop.

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .agent import ON_STOP, NodeAgent, NodeGroup
+from .events import EVENT_FILTERS
 from .heartbeat import LeaseHeldError
 from .provider import NodeDescription
 from .runtime import NodeRuntime
@@ -74,6 +75,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--healthz-port", type=int, default=None, help="serve /healthz on this port")
     p.add_argument("--bind-address", default="0.0.0.0", help="address of the metrics and health endpoints")
     p.add_argument("--kubelet-mode", action="store_true", help="sync exactly as the kubelet (no fast path)")
+    p.add_argument(
+        "--events",
+        choices=tuple(EVENT_FILTERS),
+        default="all",
+        help="which Events to write: all (the kubelet's, Normal and Warning), warning, or none; "
+        "simulators of many nodes that do not need the kubelet's Normal events write only warnings",
+    )
     p.add_argument("--log-format", choices=("text", "json"), default="text", help="log line format")
     return p
 
@@ -211,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
             name,
             take_over=args.take_over,
             manager_options=options,
+            events=args.events,
             on_sync=metrics.observe_sync,
             watch=False,
             runtime=runtime,

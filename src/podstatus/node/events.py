@@ -15,6 +15,11 @@ reimplemented from their documented behaviour:
 :class:`EventRecorder` puts events on a bounded queue that a background
 thread drains: recording never blocks (a full queue drops and counts), so a
 slow or failing Events API never delays a pod status.
+
+Which types are written is a choice (``events=``): ``"all"`` (the kubelet's:
+Normal and Warning), ``"warning"`` (Warning only: a simulator of many nodes
+seldom needs the Normal trail, which is most of its requests) or ``"none"``.
+A filtered event is logged at debug and counted, never queued.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from .calls import SerialTasks
 __all__ = [
     "DEFAULT_BURST",
     "DEFAULT_QPS",
+    "EVENT_FILTERS",
     "EventCorrelator",
     "EventRecorder",
     "EventSink",
@@ -56,6 +62,13 @@ COMBINED_PREFIX = "(combined from similar events): "
 
 NORMAL = "Normal"
 WARNING = "Warning"
+
+# events= of EventRecorder (and --events of the commands): which event types are written.
+EVENT_FILTERS: dict[str, frozenset[str]] = {
+    "all": frozenset({NORMAL, WARNING}),
+    "warning": frozenset({WARNING}),
+    "none": frozenset(),
+}
 
 
 class EventSink(Protocol):
@@ -298,10 +311,16 @@ class RecorderStats:
     dropped_spam: int = 0
     dropped_queue: int = 0
     failed: int = 0
+    # Not written: their type is filtered out (events="warning" or "none").
+    filtered: int = 0
 
 
 class EventRecorder:
-    """Writes Events from a background thread. :meth:`event` never blocks and never raises."""
+    """Writes Events from a background thread. :meth:`event` never blocks and never raises.
+
+    ``events`` says which types are written (:data:`EVENT_FILTERS`): ``"all"``
+    (the default, the kubelet's), ``"warning"`` or ``"none"``.
+    """
 
     def __init__(
         self,
@@ -313,8 +332,13 @@ class EventRecorder:
         queue_size: int = 1000,
         clock: Callable[[], float] = time.time,
         writer: SerialTasks | None = None,
+        events: str = "all",
     ) -> None:
+        if events not in EVENT_FILTERS:
+            raise ValueError(f"events must be one of {', '.join(EVENT_FILTERS)}, got {events!r}")
         self.sink = sink
+        self.events = events
+        self._written_types = EVENT_FILTERS[events]
         self.component = component
         self.host = host
         self.clock = clock
@@ -334,7 +358,20 @@ class EventRecorder:
     # -- recording -------------------------------------------------------------------
 
     def event(self, ref: ObjectRef, type: str, reason: str, message: str) -> None:
-        """Queue an Event about ``ref``. Drops (and counts) when the queue is full."""
+        """Queue an Event about ``ref``. Drops (and counts) when the queue is full or its type is filtered."""
+        if self.events != "all" and type not in self._written_types:
+            self.stats.filtered += 1
+            log.debug(
+                "event not written (events=%s) object=%s/%s/%s type=%s reason=%s message=%s",
+                self.events,
+                ref.kind,
+                ref.namespace,
+                ref.name,
+                type,
+                reason,
+                message,
+            )
+            return
         now = self.clock()
         stamp = _timestamp(now)
         self._seq += 1

@@ -153,6 +153,9 @@ class LeaseKeeper:
         # Set by check(take_over=True): the next renewal overwrites a live foreign holder once.
         self._taking_over = False
         self.recreated = False
+        # What check() read, for the first renewal (no second GET): the Lease, or absent.
+        self._checked: dict[str, Any] | None = None
+        self._checked_absent = False
 
     def other_holder(self) -> LeaseInfo | None:
         """The live Lease of another agent (or another kubelet) for this node, if there is one."""
@@ -160,6 +163,9 @@ class LeaseKeeper:
             lease = self.client.get_lease(LEASE_NAMESPACE, self.node_name)
         except NotFoundError:
             return None
+        return self._other_holder_of(lease)
+
+    def _other_holder_of(self, lease: Mapping[str, Any]) -> LeaseInfo | None:
         info = lease_info(lease)
         if not info.live(self.clock()):
             return None
@@ -169,12 +175,22 @@ class LeaseKeeper:
         return info
 
     def check(self, take_over: bool) -> None:
-        """Raise :class:`LeaseHeldError` when another live holder has the Lease (unless taking over)."""
+        """Raise :class:`LeaseHeldError` when another live holder has the Lease (unless taking over).
+
+        What it read is the base of the first :meth:`renew`: an absent Lease is created
+        directly, a present one updated from this copy (a stale copy gets a 409, then a GET).
+        """
+        self._checked, self._checked_absent = None, False
         try:
-            other = self.other_holder()
+            lease = self.client.get_lease(LEASE_NAMESPACE, self.node_name)
+        except NotFoundError:
+            self._checked_absent = True
+            return
         except AttributeError:
             self._unsupported()
             return
+        self._checked = lease
+        other = self._other_holder_of(lease)
         if other is None:
             return
         who = other.agent or other.holder
@@ -217,9 +233,19 @@ class LeaseKeeper:
         """Renew (or create) the Lease once; False when the request failed (logged)."""
         if not self.supported:
             return False
+        checked, absent = self._checked, self._checked_absent
+        self._checked, self._checked_absent = None, False
         try:
+            if absent and self._lease is None:
+                # check() found none: create it without reading again.
+                try:
+                    self._lease = self.client.create_lease(LEASE_NAMESPACE, self._body(None))
+                    self.renewals += 1
+                    return True
+                except ConflictError:
+                    pass  # AlreadyExists: created meanwhile; read it and update as usual
             for attempt in range(2):
-                base = self._lease
+                base = self._lease if self._lease is not None else checked
                 if base is None or attempt:
                     try:
                         base = self.client.get_lease(LEASE_NAMESPACE, self.node_name)
