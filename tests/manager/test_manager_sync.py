@@ -38,6 +38,7 @@ from podstatus import (
     TooManyRequestsError,
     new_manager,
 )
+from podstatus import manager as manager_module
 
 
 def _synced(world: World, mode: str, *names: str, **options: Any) -> tuple[Any, list[Any]]:
@@ -97,6 +98,39 @@ def test_sync_batch_all_reconciles_a_status_changed_behind_our_back(world: World
     # A reconcile never trusts a remembered copy: it reads first.
     assert world.verbs() == ["get", "patch"]
     assert get_cond(world.server_status(a), "Ready").status == "True"  # type: ignore[union-attr]
+    assert world.server_status(a).to_dict() == m.get_pod_status(a.uid).to_dict()  # type: ignore[union-attr]
+
+
+def _count_compares(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the manager's kubelet-equality compares from now on."""
+    real = manager_module.is_pod_status_by_kubelet_equal
+    calls: list[int] = []
+
+    def counting(old: PodStatus, new: PodStatus) -> bool:
+        calls.append(1)
+        return real(old, new)
+
+    monkeypatch.setattr(manager_module, "is_pod_status_by_kubelet_equal", counting)
+    return calls
+
+
+def test_sync_batch_all_compares_a_copy_at_another_resource_version(
+    world: World, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m, (a,) = _synced(world, mode, "a")
+    before = world.server(a).metadata.resource_version
+    world.client.put_pod(world.server(a))  # same status, new resourceVersion (as a label change gives)
+    assert world.refresh(a).metadata.resource_version != before
+    calls = _count_compares(monkeypatch)
+    assert m.sync_batch(all=True) == 0
+    assert len(calls) == 1
+    # Found consistent: a later pass, even with another copy at that resourceVersion, trusts it.
+    world.refresh(a)
+    assert m.sync_batch(all=True) == 0
+    assert len(calls) == 1
+    # A new cached status is compared (and synced) again.
+    m.set_pod_status(a, running_status(a, ready=False))
+    assert m.sync_batch(all=True) == 1
     assert world.server_status(a).to_dict() == m.get_pod_status(a.uid).to_dict()  # type: ignore[union-attr]
 
 
