@@ -209,7 +209,7 @@ class Manager:
         self._dirty: dict[str, None] = {}  # an ordered set: passes sync in order of change
         # pod uid -> (cached status, pod manager's status, its pod's UID and resourceVersion) last
         # found consistent by a full resync (see _needs_reconcile).
-        self._consistent: dict[str, tuple[PodStatus, PodStatus, str, str]] = {}
+        self._consistent: dict[str, tuple[PodStatus, PodStatus | None, str, str]] = {}
         # (not_before, uid) of pods waiting out a back-off.
         self._backoff_heap: list[tuple[float, str]] = []
         self._wake = threading.Event()
@@ -735,6 +735,25 @@ class Manager:
         )
         return True
 
+    def _note_synced(self, uid: str, pod: Pod, status: PodStatus) -> None:
+        """After a sync: ``pod`` is the server's copy (the PATCH's answer, or what was read).
+
+        When its status is consistent with the cached ``status`` just synced, so is the pod
+        manager's copy at the same resourceVersion (the watch delivers that state), and the next
+        full resync need not compare them again (SPEC 4.4 step 3 gives the same answer). The
+        compare runs here, on the object just decoded, instead of on a cold one at the resync.
+        """
+        meta = pod.metadata
+        rv = meta.resource_version
+        if not rv or not is_pod_status_by_kubelet_equal(pod.status, status):
+            return
+        with self._lock:
+            current = self._statuses.get(uid)
+            if current is not None and current.status is status:
+                # Not the server copy's status itself: nothing else holds it, and it is a full
+                # decoded status (the pod manager holds its own copy).
+                self._consistent[uid] = (status, None, meta.uid or "", rv)
+
     def _note_consistent(self, uid: str, status: PodStatus, pod: Pod) -> None:
         """Remember that ``pod`` (a copy from the server) was found consistent with the cached ``status``."""
         meta = pod.metadata
@@ -912,6 +931,7 @@ class Manager:
             state = self._sync_state.get(uid)
             if state is not None:
                 state.gone_version = None
+        self._note_synced(uid, pod, entry.status)
 
         deleted = False
         if self._can_be_deleted(pod, entry.status):

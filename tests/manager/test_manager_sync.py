@@ -114,6 +114,20 @@ def _count_compares(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
+def test_sync_batch_all_trusts_the_resource_version_a_sync_left(
+    world: World, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sync found the server's copy consistent with the cached status. The pod manager's copy at
+    # that resourceVersion (another object, as a watch delivers it) holds the same status: no compare.
+    m, pods = _synced(world, mode, "a", "b")
+    for p in pods:
+        world.refresh(p)
+    calls = _count_compares(monkeypatch)
+    assert m.sync_batch(all=True) == 0
+    assert world.verbs() == []
+    assert calls == []
+
+
 def test_sync_batch_all_compares_a_copy_at_another_resource_version(
     world: World, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -132,6 +146,29 @@ def test_sync_batch_all_compares_a_copy_at_another_resource_version(
     m.set_pod_status(a, running_status(a, ready=False))
     assert m.sync_batch(all=True) == 1
     assert world.server_status(a).to_dict() == m.get_pod_status(a.uid).to_dict()  # type: ignore[union-attr]
+
+
+def test_sync_batch_all_trusts_nothing_a_delayed_terminal_sync_left(world: World, mode: str) -> None:
+    # The move to a terminal phase was delayed: the server's copy differs from the cache, so the
+    # resourceVersion of that sync vouches for nothing, and every full pass reconciles again.
+    pod = world.add(make_pod("a", restart_policy="Never"))
+    world.safety.set_could_have_running_containers(pod.uid, True)
+    m = world.manager(mode)
+    m.set_pod_status(pod, running_status(pod, phase="Succeeded", ready=False))
+    assert m.sync_batch() == 1
+    assert world.server_status(pod).phase != "Succeeded"
+    world.refresh(pod)
+    world.clear()
+    assert m.sync_batch(all=True) == 1
+    assert world.server_status(pod).phase != "Succeeded"
+    world.safety.set_could_have_running_containers(pod.uid, None)
+    world.refresh(pod)
+    assert m.sync_batch(all=True) == 1
+    assert world.server_status(pod).phase == "Succeeded"
+    world.refresh(pod)
+    world.clear()
+    assert m.sync_batch(all=True) == 0
+    assert world.verbs() == []
 
 
 def test_failed_reconcile_is_retried_by_the_next_pass(world: World, mode: str) -> None:
