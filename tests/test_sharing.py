@@ -469,3 +469,44 @@ def test_from_dict_finds_an_offset_anywhere(where: tuple[Any, ...]) -> None:
         value = value[key] if isinstance(key, int) else getattr(value, names.get(key, key))
     assert value == datetime(2026, 1, 1, 13, tzinfo=UTC)
     assert value.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ("metadata", "creationTimestamp"),
+        ("status", "startTime"),
+        ("status", "conditions", 1, "lastTransitionTime"),
+        ("status", "containerStatuses", 0, "state", "running", "startedAt"),
+        ("status", "containerStatuses", 0, "lastState", "terminated", "finishedAt"),
+        ("status", "initContainerStatuses", 0, "state", "terminated", "startedAt"),
+    ],
+)
+@pytest.mark.parametrize("text", ["2026-01-01T10:00:00-03:00", "2026-01-01t10:00:00.000-03:00"])
+@pytest.mark.parametrize("as_str", [False, True])
+def test_from_json_finds_an_offset_anywhere(where: tuple[Any, ...], text: str, as_str: bool) -> None:
+    d = fixture_pod().to_dict()
+    node = d
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = text
+    raw = json.dumps(d)
+    pod = Pod.from_json(raw if as_str else raw.encode())
+    names = {"creationTimestamp": "creation_timestamp", "lastTransitionTime": "last_transition_time"}
+    names |= {"containerStatuses": "container_statuses", "initContainerStatuses": "init_container_statuses"}
+    names |= {"startedAt": "started_at", "finishedAt": "finished_at", "lastState": "last_state"}
+    names |= {"startTime": "start_time"}
+    value: Any = pod
+    for key in where:
+        value = value[key] if isinstance(key, int) else getattr(value, names.get(key, key))
+    assert value == datetime(2026, 1, 1, 13, tzinfo=UTC)
+    assert value.tzinfo is UTC
+    assert Pod.from_json(pod.to_json()) == pod
+
+
+def test_from_json_leaves_time_like_text_in_pass_through_values_alone() -> None:
+    d = fixture_pod().to_dict()
+    d["metadata"]["annotations"] = {"note": "2026-01-01T10:00:00+02:00"}
+    pod = Pod.from_json(json.dumps(d).encode())
+    assert pod.metadata.annotations == {"note": "2026-01-01T10:00:00+02:00"}
+    assert pod == Pod.from_dict(d)

@@ -207,8 +207,9 @@ class Manager:
         # Pods that may have a version newer than the server's: a non-full pass looks at these only,
         # so its cost follows the number of changes, not the number of pods.
         self._dirty: dict[str, None] = {}  # an ordered set: passes sync in order of change
-        # pod uid -> (pod manager's status, cached status) last found consistent by a full resync.
-        self._consistent: dict[str, tuple[PodStatus, PodStatus]] = {}
+        # pod uid -> (cached status, pod manager's status, its pod's UID and resourceVersion) last
+        # found consistent by a full resync (see _needs_reconcile).
+        self._consistent: dict[str, tuple[PodStatus, PodStatus | None, str, str]] = {}
         # (not_before, uid) of pods waiting out a back-off.
         self._backoff_heap: list[tuple[float, str]] = []
         self._wake = threading.Event()
@@ -700,22 +701,32 @@ class Manager:
             if mirror is None:
                 return False
             pod = mirror
-        # Pods and statuses are immutable values: when neither object changed since the last check
-        # found them consistent, the answer is the same, and a full resync of an idle node is cheap.
+        # Pods and statuses are immutable values, and a resourceVersion names one state of a pod on
+        # the server: when the cached status is the one last found consistent and the pod manager
+        # holds the same pod object, or another copy of the same pod at the same resourceVersion
+        # (an informer's relist), the answer is the same, and a full resync of an idle node is a
+        # walk over dicts.
         consistent = self._consistent.get(uid)
-        if consistent is not None and consistent[0] is pod.status and consistent[1] is status:
-            return False
+        if consistent is not None and consistent[0] is status:
+            if consistent[1] is pod.status:
+                return False
+            meta = pod.metadata
+            if meta.resource_version and meta.resource_version == consistent[3] and meta.uid == consistent[2]:
+                # Hold this copy's objects, not the old copy's: identity next time, and no old
+                # status kept alive.
+                self._note_consistent(uid, status, pod)
+                return False
         # Equal before normalising implies equal after (the cached status is normal, so the parts
         # compared are normal already): try the cheap way first.
         if is_pod_status_by_kubelet_equal(pod.status, status):
-            self._consistent[uid] = (pod.status, status)
+            self._note_consistent(uid, status, pod)
             return False
         try:
             api_status = normalize_status(pod.spec, pod.status)
         except Exception:
             return True
         if is_pod_status_by_kubelet_equal(api_status, status):
-            self._consistent[uid] = (pod.status, status)
+            self._note_consistent(uid, status, pod)
             return False
         _log(
             logging.DEBUG,
@@ -723,6 +734,30 @@ class Manager:
             **_fields(pod.key(), uid),
         )
         return True
+
+    def _note_synced(self, uid: str, pod: Pod, status: PodStatus) -> None:
+        """After a sync: ``pod`` is the server's copy (the PATCH's answer, or what was read).
+
+        When its status is consistent with the cached ``status`` just synced, so is the pod
+        manager's copy at the same resourceVersion (the watch delivers that state), and the next
+        full resync need not compare them again (SPEC 4.4 step 3 gives the same answer). The
+        compare runs here, on the object just decoded, instead of on a cold one at the resync.
+        """
+        meta = pod.metadata
+        rv = meta.resource_version
+        if not rv or not is_pod_status_by_kubelet_equal(pod.status, status):
+            return
+        with self._lock:
+            current = self._statuses.get(uid)
+            if current is not None and current.status is status:
+                # Not the server copy's status itself: nothing else holds it, and it is a full
+                # decoded status (the pod manager holds its own copy).
+                self._consistent[uid] = (status, None, meta.uid or "", rv)
+
+    def _note_consistent(self, uid: str, status: PodStatus, pod: Pod) -> None:
+        """Remember that ``pod`` (a copy from the server) was found consistent with the cached ``status``."""
+        meta = pod.metadata
+        self._consistent[uid] = (status, pod.status, meta.uid or "", meta.resource_version or "")
 
     def _can_be_deleted(self, pod: Pod, status: PodStatus) -> bool:
         """SPEC 4.6."""
@@ -903,6 +938,7 @@ class Manager:
             state = self._sync_state.get(uid)
             if state is not None:
                 state.gone_version = None
+        self._note_synced(uid, pod, entry.status)
 
         deleted = False
         if self._can_be_deleted(pod, entry.status):

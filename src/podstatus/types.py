@@ -17,7 +17,6 @@ so an object read from a server comes back out exactly as it came in.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Self, cast
 
@@ -50,8 +49,6 @@ __all__ = [
 Time = Annotated[datetime, msgspec.Meta(tz=True)]
 
 _EXTRA_WIRE = "$podstatus.extra"
-# A timestamp with a numeric offset (the API server always sends "Z"): ...T10:00:00+02:00"
-_OFFSET = re.compile(rb'T\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:\d\d"')
 _json_encode = msgspec.json.encode
 _json_decode = msgspec.json.decode
 # Always printed, as ``null`` when unset (Go's non-pointer metav1.Time), or as the zero value.
@@ -179,14 +176,25 @@ def _path_of(err: msgspec.ValidationError) -> tuple[str, str]:
     return message, path
 
 
-def _extra_enc_hook(seen: list[bool]) -> Any:
-    def enc_hook(value: Any) -> Any:
-        if type(value) is Extra:
-            seen.append(True)
-            return msgspec.Raw(value.json)
-        raise NotImplementedError(f"cannot encode {type(value).__name__}")
+class _HasExtra(Exception):
+    """Raised by the fast encoder on an object that kept unknown fields (rare)."""
 
-    return enc_hook
+
+def _fast_enc_hook(value: Any) -> Any:
+    if type(value) is Extra:
+        raise _HasExtra
+    raise NotImplementedError(f"cannot encode {type(value).__name__}")
+
+
+def _extra_enc_hook(value: Any) -> Any:
+    if type(value) is Extra:
+        return msgspec.Raw(value.json)
+    raise NotImplementedError(f"cannot encode {type(value).__name__}")
+
+
+# Reused for every call (msgspec's advice: a top-level ``encode`` sets up its state each time).
+_fast_encoder = msgspec.json.Encoder(enc_hook=_fast_enc_hook)
+_extra_encoder = msgspec.json.Encoder(enc_hook=_extra_enc_hook)
 
 
 class K8sObject(
@@ -251,7 +259,7 @@ class K8sObject(
     def from_json(cls, data: bytes | str) -> Self:
         """Decode JSON text (as the API server sends it)."""
         try:
-            obj = msgspec.json.decode(data, type=cls, dec_hook=_extra_dec_hook)
+            obj = _decoder(cls).decode(data)
         except msgspec.ValidationError as err:
             if "unknown field" not in str(err):
                 raise _invalid(cls, err) from None
@@ -265,8 +273,11 @@ class K8sObject(
             raise InvalidObjectError(f"invalid {cls.__name__}: malformed JSON: {err}") from None
         except RecursionError as err:
             raise InvalidObjectError(f"invalid {cls.__name__}: {err}") from None
-        if _OFFSET.search(data if isinstance(data, bytes) else data.encode()):
-            _to_utc(obj, _meta(cls))
+        # Timestamps are UTC nearly always: one flat check of the typed time fields (about 1 µs;
+        # a regular expression over the text took a third of the whole decode).
+        meta = _meta(cls)
+        if meta.has_times and _offset_check(cls)(obj):
+            _to_utc(obj, meta)
         return obj
 
     def to_dict(self) -> dict[str, Any]:
@@ -276,13 +287,13 @@ class K8sObject(
 
     def to_json(self) -> bytes:
         """Compact JSON of :meth:`to_dict`."""
-        seen: list[bool] = []
         try:
-            out = _json_encode(self, enc_hook=_extra_enc_hook(seen))
-            if not seen:
-                return out
+            try:
+                return _fast_encoder.encode(self)
+            except _HasExtra:
+                pass
             # Rare: some object kept unknown fields. Put them back where they were.
-            data = _json_decode(out)
+            data = _json_decode(_extra_encoder.encode(self))
             _merge_extras(data)
             return _json_encode(data)
         except (RecursionError, NotImplementedError, TypeError) as err:
@@ -343,6 +354,15 @@ def _set_aside_extras(data: dict[str, Any], meta: _Meta, offsets: list[bool]) ->
 
 
 _CHECKS: dict[type, Any] = {}
+_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(cls: type[K8sObject]) -> msgspec.json.Decoder[Any]:
+    """The JSON decoder of ``cls`` (built once, reused)."""
+    dec = _DECODERS.get(cls)
+    if dec is None:
+        dec = _DECODERS[cls] = msgspec.json.Decoder(cls, dec_hook=_extra_dec_hook)
+    return dec
 
 
 def _offset_check(cls: type[K8sObject]) -> Any:

@@ -38,6 +38,7 @@ from podstatus import (
     TooManyRequestsError,
     new_manager,
 )
+from podstatus import manager as manager_module
 
 
 def _synced(world: World, mode: str, *names: str, **options: Any) -> tuple[Any, list[Any]]:
@@ -98,6 +99,76 @@ def test_sync_batch_all_reconciles_a_status_changed_behind_our_back(world: World
     assert world.verbs() == ["get", "patch"]
     assert get_cond(world.server_status(a), "Ready").status == "True"  # type: ignore[union-attr]
     assert world.server_status(a).to_dict() == m.get_pod_status(a.uid).to_dict()  # type: ignore[union-attr]
+
+
+def _count_compares(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the manager's kubelet-equality compares from now on."""
+    real = manager_module.is_pod_status_by_kubelet_equal
+    calls: list[int] = []
+
+    def counting(old: PodStatus, new: PodStatus) -> bool:
+        calls.append(1)
+        return real(old, new)
+
+    monkeypatch.setattr(manager_module, "is_pod_status_by_kubelet_equal", counting)
+    return calls
+
+
+def test_sync_batch_all_trusts_the_resource_version_a_sync_left(
+    world: World, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sync found the server's copy consistent with the cached status. The pod manager's copy at
+    # that resourceVersion (another object, as a watch delivers it) holds the same status: no compare.
+    m, pods = _synced(world, mode, "a", "b")
+    for p in pods:
+        world.refresh(p)
+    calls = _count_compares(monkeypatch)
+    assert m.sync_batch(all=True) == 0
+    assert world.verbs() == []
+    assert calls == []
+
+
+def test_sync_batch_all_compares_a_copy_at_another_resource_version(
+    world: World, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m, (a,) = _synced(world, mode, "a")
+    before = world.server(a).metadata.resource_version
+    world.client.put_pod(world.server(a))  # same status, new resourceVersion (as a label change gives)
+    assert world.refresh(a).metadata.resource_version != before
+    calls = _count_compares(monkeypatch)
+    assert m.sync_batch(all=True) == 0
+    assert len(calls) == 1
+    # Found consistent: a later pass, even with another copy at that resourceVersion, trusts it.
+    world.refresh(a)
+    assert m.sync_batch(all=True) == 0
+    assert len(calls) == 1
+    # A new cached status is compared (and synced) again.
+    m.set_pod_status(a, running_status(a, ready=False))
+    assert m.sync_batch(all=True) == 1
+    assert world.server_status(a).to_dict() == m.get_pod_status(a.uid).to_dict()  # type: ignore[union-attr]
+
+
+def test_sync_batch_all_trusts_nothing_a_delayed_terminal_sync_left(world: World, mode: str) -> None:
+    # The move to a terminal phase was delayed: the server's copy differs from the cache, so the
+    # resourceVersion of that sync vouches for nothing, and every full pass reconciles again.
+    pod = world.add(make_pod("a", restart_policy="Never"))
+    world.safety.set_could_have_running_containers(pod.uid, True)
+    m = world.manager(mode)
+    m.set_pod_status(pod, running_status(pod, phase="Succeeded", ready=False))
+    assert m.sync_batch() == 1
+    assert world.server_status(pod).phase != "Succeeded"
+    world.refresh(pod)
+    world.clear()
+    assert m.sync_batch(all=True) == 1
+    assert world.server_status(pod).phase != "Succeeded"
+    world.safety.set_could_have_running_containers(pod.uid, None)
+    world.refresh(pod)
+    assert m.sync_batch(all=True) == 1
+    assert world.server_status(pod).phase == "Succeeded"
+    world.refresh(pod)
+    world.clear()
+    assert m.sync_batch(all=True) == 0
+    assert world.verbs() == []
 
 
 def test_failed_reconcile_is_retried_by_the_next_pass(world: World, mode: str) -> None:
