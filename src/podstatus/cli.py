@@ -69,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="serve HTTPS with a fresh CA, written into the kubeconfig (default: on; --no-tls needs --no-token)",
     )
+    serve.add_argument(
+        "--audit-log",
+        default=None,
+        metavar="PATH",
+        help="append one JSON line per request here, as kube-apiserver's audit log at level Metadata",
+    )
 
     sim = sub.add_parser("simulate", help="run a simulated node agent (the main job)")
     sim.add_argument(
@@ -133,10 +139,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --- serve ------------------------------------------------------------------------------
 
 
-def _make_server(host: str, port: int, faults: str, *, token: str | None = None, tls: bool = False) -> Any:
+def _make_server(
+    host: str,
+    port: int,
+    faults: str,
+    *,
+    token: str | None = None,
+    tls: bool = False,
+    audit_log: str | None = None,
+) -> Any:
     from .server.http import EmbeddedApiServer
 
-    server = EmbeddedApiServer(host=host, port=port, token=token, tls=tls)
+    server = EmbeddedApiServer(host=host, port=port, token=token, tls=tls, audit_log=audit_log)
     if faults:
         from .server.faults import FaultPlan
 
@@ -165,7 +179,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"[bold yellow]warning:[/] --host {args.host} is not a loopback address: "
             f"other machines can reach this server ({how})"
         )
-    server = _make_server(args.host, args.port, args.faults, token=token, tls=tls)
+    server = _make_server(args.host, args.port, args.faults, token=token, tls=tls, audit_log=args.audit_log)
     server.start()
     # absolute(), not resolve(): resolving would follow a planted symlink to its target.
     path = Path(args.kubeconfig).absolute()
