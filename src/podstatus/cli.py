@@ -147,10 +147,11 @@ def _make_server(
     token: str | None = None,
     tls: bool = False,
     audit_log: str | None = None,
+    store: Any = None,
 ) -> Any:
     from .server.http import EmbeddedApiServer
 
-    server = EmbeddedApiServer(host=host, port=port, token=token, tls=tls, audit_log=audit_log)
+    server = EmbeddedApiServer(host=host, port=port, token=token, tls=tls, audit_log=audit_log, store=store)
     if faults:
         from .server.faults import FaultPlan
 
@@ -179,7 +180,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"[bold yellow]warning:[/] --host {args.host} is not a loopback address: "
             f"other machines can reach this server ({how})"
         )
-    server = _make_server(args.host, args.port, args.faults, token=token, tls=tls, audit_log=args.audit_log)
+    from .server.store import Store
+
+    # Watches resume from the last 75 s of changes too, as from kube-apiserver's watch cache.
+    store = Store(history_seconds=75.0)
+    server = _make_server(
+        args.host, args.port, args.faults, token=token, tls=tls, audit_log=args.audit_log, store=store
+    )
     server.start()
     # absolute(), not resolve(): resolving would follow a planted symlink to its target.
     path = Path(args.kubeconfig).absolute()

@@ -552,7 +552,7 @@ class ApiHandler:
         )
         out: list[bytes] = []
         for item in items:
-            ns = item.metadata.get("namespace")
+            ns = item.namespace or None
             try:
                 stored, _ = self.store.delete(
                     resource, ns, item.name, grace_period_seconds=grace, dry_run=dry_run
@@ -626,7 +626,8 @@ class ApiHandler:
         delete's); the status write is pinned to the version read. Returns the new version.
         """
         current = self.store.get("pods", namespace, name)
-        meta = current.metadata
+        obj = current.obj
+        meta = obj["metadata"]
         if uid and uid != meta.get("uid"):
             raise conflict(
                 "Pod", name, f"the UID in the precondition ({uid}) does not match the UID in record "
@@ -637,7 +638,7 @@ class ApiHandler:
                 "Pod", name, f"the ResourceVersion in the precondition ({rv}) does not match the "
                 f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
             )  # fmt: skip
-        conditions = (current.obj.get("status") or {}).get("conditions") or []
+        conditions = (obj.get("status") or {}).get("conditions") or []
         old = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
         # As UpdatePodCondition: the transition time moves only when the status does.
         since = old.get("lastTransitionTime") if old is not None and old.get("status") == "True" else None
