@@ -349,7 +349,9 @@ class PodstatusServe:
     """``podstatus serve`` (the embedded API server) as a process of its own, with an audit log.
 
     Plain HTTP, no token, a free port; ready once its kubeconfig is written (it is written after
-    the server listens, and renamed into place whole). Its CPU goes where kube-apiserver's goes,
+    the server listens, and renamed into place whole). ``--kube-like``: as on kube-apiserver, a
+    deleted pod stays until the node agent deletes it with grace 0 (by default the embedded server
+    would remove it when its grace period runs out, doing the agent's work). Its CPU goes where kube-apiserver's goes,
     under the name ``podstatus serve``; the contender's requests are counted from its audit log,
     as on kube-apiserver.
     """
@@ -370,7 +372,7 @@ class PodstatusServe:
         self._log = open(workdir / "serve.log", "wb")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "podstatus.cli", "serve", "--port", "0", "--no-tls", "--no-token",
-             "--kubeconfig", self.kubeconfig, "--audit-log", str(self.audit_log)],
+             "--kubeconfig", self.kubeconfig, "--audit-log", str(self.audit_log), "--kube-like"],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -1177,7 +1179,8 @@ the scheduler places them, and the node lifecycle controller watches the heartbe
   agent deletes it with grace 0 once its status is terminal, as a kubelet does.
 
 Rows *on podstatus serve* run podstatus alone with `podstatus serve` (the project's embedded API
-server, plain HTTP, no token, `--audit-log`) as its own process in place of kube-apiserver + etcd:
+server, plain HTTP, no token, `--audit-log`, `--kube-like`: a deleted pod stays until the agent
+deletes it) as its own process in place of kube-apiserver + etcd:
 the same driver and workload, the contender's requests counted from its audit log (kube-apiserver's
 format), its CPU in the *apiserver CPU* column (no etcd), its peak RSS in the notes.
 

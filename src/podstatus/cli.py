@@ -75,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="append one JSON line per request here, as kube-apiserver's audit log at level Metadata",
     )
+    serve.add_argument(
+        "--kube-like",
+        action="store_true",
+        help="answer as kube-apiserver with no kubelet: no stricter status checks, and a terminating pod "
+        "stays until deleted with grace 0 (by default it goes when its grace period runs out)",
+    )
 
     sim = sub.add_parser("simulate", help="run a simulated node agent (the main job)")
     sim.add_argument(
@@ -183,7 +189,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .server.store import Store
 
     # Watches resume from the last 75 s of changes too, as from kube-apiserver's watch cache.
-    store = Store(history_seconds=75.0)
+    store = Store(history_seconds=75.0, strict_status=not args.kube_like, reap_terminating=not args.kube_like)
     server = _make_server(
         args.host, args.port, args.faults, token=token, tls=tls, audit_log=args.audit_log, store=store
     )

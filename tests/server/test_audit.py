@@ -231,14 +231,14 @@ def test_verb_and_object_as_kube_apiserver_resolves_them(
         assert got_ref == {**ref, "apiVersion": "v1"}
 
 
-def test_serve_writes_the_audit_log(tmp_path: Path) -> None:
-    """``podstatus serve --audit-log``: the flag reaches the server."""
+def test_serve_with_an_audit_log_and_kube_like(tmp_path: Path) -> None:
+    """``podstatus serve --audit-log PATH --kube-like``: both reach the server."""
     import subprocess
 
     kubeconfig, log = tmp_path / "kubeconfig", tmp_path / "audit.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "podstatus.cli", "serve", "--port", "0", "--no-tls", "--no-token",
-         "--kubeconfig", str(kubeconfig), "--audit-log", str(log)],
+         "--kubeconfig", str(kubeconfig), "--audit-log", str(log), "--kube-like"],
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -248,9 +248,14 @@ def test_serve_writes_the_audit_log(tmp_path: Path) -> None:
             time.sleep(0.05)
         client = HttpKubeClient.from_kubeconfig(str(kubeconfig), user_agent=AGENT)
         client.list_nodes()
+        client.create_pod(POD, namespace="default")
+        client.delete_pod("default", "p", grace_period_seconds=1)
+        time.sleep(2.5)  # past its grace period, and the reaper's second
+        # As on kube-apiserver with no kubelet: the pod stays, terminating.
+        assert client.get_pod("default", "p").metadata.deletion_timestamp is not None
         client.close()
-        (event,) = _events(log, 1)
-        assert (event["verb"], event["objectRef"]["resource"], event["userAgent"]) == ("list", "nodes", AGENT)
+        first, *_ = _events(log, 4)
+        assert (first["verb"], first["objectRef"]["resource"], first["userAgent"]) == ("list", "nodes", AGENT)
     finally:
         proc.terminate()
         proc.wait(10)
