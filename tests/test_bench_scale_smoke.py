@@ -48,6 +48,42 @@ def test_scale_smoke_on_the_embedded_server(tmp_path: Path) -> None:
     assert result.peak_rss is not None and result.peak_rss > 10 * 2**20
 
 
+@needs_node
+def test_scale_smoke_on_podstatus_serve(tmp_path: Path) -> None:
+    """The same on `podstatus serve` as a process of its own: its CPU, and requests from its audit log."""
+    result, note = harness.run_on_serve(2, 10, tmp_path, heartbeat_interval=0.5, hold=1.0)
+    assert result.completed, result.note
+    assert result.server == "podstatus serve"
+    assert (result.ready_pods, result.batch_succeeded, result.gone_pods) == (9, 1, 10)
+    assert result.server_cpu["podstatus serve"] > 0
+    assert note.startswith("podstatus serve: peak RSS ")
+    # Counted from the audit log, by resource as on kube-apiserver; the driver's are not among them.
+    assert result.agents == ["podstatus/0.1"]
+    assert result.requests_by_resource["create nodes"] == 2
+    assert result.requests_by_resource["create leases"] == 2
+    assert result.requests_by_resource["patch pods/status"] >= 10
+    assert result.requests_by_resource["watch pods"] >= 1
+    assert "create pods" not in result.requests_by_resource
+    assert result.not_ready_samples == 0 and result.stale_lease_samples == 0
+    row = dict(zip(harness.COLUMNS, harness.row(result)))
+    assert row["size"] == "2 × 10 on podstatus serve"
+    assert row["apiserver CPU (s)"] != "—" and row["etcd CPU (s)"] == "—"
+
+
+def test_rows_on_podstatus_serve_are_their_own_size() -> None:
+    done = {"completed": True, "ready_s": 2.0}
+    real = harness.RunResult("podstatus", 10, 100, **done)
+    serve = harness.RunResult("podstatus", 10, 100, server="podstatus serve", **done)
+    kw = harness.RunResult("kwok", 10, 100, **done)
+    rows = harness.table_rows([kw, real, serve])
+    assert [(r[0], r[1]) for r in rows] == [
+        ("10 × 100", "kwok"),
+        ("10 × 100", "podstatus"),
+        ("10 × 100", "**podstatus / KWOK**"),
+        ("10 × 100 on podstatus serve", "podstatus"),
+    ]
+
+
 def test_table_has_a_row_and_a_ratio_per_size() -> None:
     done = {"completed": True, "nodes_up_s": 1.0, "ready_s": 2.0, "gone_s": 1.0, "cpu_s": 4.0}
     ps = harness.RunResult("podstatus", 10, 100, peak_rss=2 * 2**20, requests={"patch": 30}, **done)

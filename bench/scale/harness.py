@@ -23,7 +23,13 @@ has no user-agent label), and the CPU-seconds of kube-apiserver and etcd over th
 EmbeddedApiServer (the test smoke of ``make test``); there the requests are the
 server's own count by verb minus the driver's.
 
-Usage: ``python -m bench.scale.harness --sizes 10x100,100x1000 --write docs/scale.md``.
+``--embedded-sizes`` runs podstatus alone on ``podstatus serve`` (the embedded API server as
+a process of its own, ``PodstatusServe``) instead of kube-apiserver + etcd: its CPU is
+reported where kube-apiserver's goes, its requests counted from its ``--audit-log`` with the
+same parser as kube-apiserver's audit log.
+
+Usage: ``python -m bench.scale.harness --sizes 10x100,100x1000 --write docs/scale.md``;
+``python -m bench.scale.harness --embedded-sizes 1000x100000 --hold 30 --max-wait 900``.
 """
 
 from __future__ import annotations
@@ -203,6 +209,34 @@ rules:
 """
 
 
+def count_audit_log(path: Path, agent: str) -> tuple[Counter[str], Counter[str], list[str], Counter[str]]:
+    """The requests of user agents starting with ``agent`` in a JSON audit log (kube-apiserver's, or
+    ``podstatus serve --audit-log``'s): by verb, by verb and resource, the agents, the answers not 2xx."""
+    seen: set[str] = set()
+    by_verb: Counter[str] = Counter()
+    by_resource: Counter[str] = Counter()
+    agents: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            event = json.loads(line)
+            user_agent = event.get("userAgent") or ""
+            if not user_agent.startswith(agent) or event["auditID"] in seen:
+                continue
+            seen.add(event["auditID"])
+            ref = event.get("objectRef") or {}
+            resource = ref.get("resource") or event.get("requestURI", "").split("?")[0]
+            if ref.get("subresource"):
+                resource += "/" + ref["subresource"]
+            by_verb[event["verb"]] += 1
+            by_resource[f"{event['verb']} {resource}"] += 1
+            agents[user_agent.split(" ")[0]] += 1
+            code = (event.get("responseStatus") or {}).get("code") or 0
+            if not 200 <= code < 300:
+                errors[f"{event['verb']} {resource} {code}"] += 1
+    return by_verb, by_resource, sorted(agents), errors
+
+
 class RealApiServer:
     """A fresh kube-apiserver + etcd from ``tests/apiserver/start``, with an audit log of every request."""
 
@@ -273,29 +307,7 @@ class RealApiServer:
         self, driver: DriverClient, agent: str
     ) -> tuple[Counter[str], Counter[str], list[str], Counter[str]]:
         time.sleep(1.0)  # the last watch's ResponseComplete
-        seen: set[str] = set()
-        by_verb: Counter[str] = Counter()
-        by_resource: Counter[str] = Counter()
-        agents: Counter[str] = Counter()
-        errors: Counter[str] = Counter()
-        with open(self.audit_log, encoding="utf-8") as f:
-            for line in f:
-                event = json.loads(line)
-                user_agent = event.get("userAgent") or ""
-                if not user_agent.startswith(agent) or event["auditID"] in seen:
-                    continue
-                seen.add(event["auditID"])
-                ref = event.get("objectRef") or {}
-                resource = ref.get("resource") or event.get("requestURI", "").split("?")[0]
-                if ref.get("subresource"):
-                    resource += "/" + ref["subresource"]
-                by_verb[event["verb"]] += 1
-                by_resource[f"{event['verb']} {resource}"] += 1
-                agents[user_agent.split(" ")[0]] += 1
-                code = (event.get("responseStatus") or {}).get("code") or 0
-                if not 200 <= code < 300:
-                    errors[f"{event['verb']} {resource} {code}"] += 1
-        return by_verb, by_resource, sorted(agents), errors
+        return count_audit_log(self.audit_log, agent)
 
     def stop(self) -> None:
         _stop_process(self.proc, timeout=60)
@@ -334,6 +346,80 @@ class EmbeddedServer:
 
     def stop(self) -> None:
         self.server.stop()
+
+
+SERVE = "podstatus serve"
+
+
+class PodstatusServe:
+    """``podstatus serve`` (the embedded API server) as a process of its own, with an audit log.
+
+    Plain HTTP, no token, a free port; ready once its kubeconfig is written (it is written after
+    the server listens, and renamed into place whole). ``--kube-like``: as on kube-apiserver, a
+    deleted pod stays until the node agent deletes it with grace 0 (by default the embedded server
+    would remove it when its grace period runs out, doing the agent's work). Its CPU goes where kube-apiserver's goes,
+    under the name ``podstatus serve``; the contender's requests are counted from its audit log,
+    as on kube-apiserver.
+    """
+
+    def __init__(self, workdir: Path, *, start_timeout: float = 60.0) -> None:
+        import podstatus
+
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.kubeconfig = str(workdir / "kubeconfig")
+        self.audit_log = workdir / "audit.log"
+        for stale in (Path(self.kubeconfig), self.audit_log):
+            stale.unlink(missing_ok=True)
+        env = dict(os.environ)
+        # The podstatus this harness imported (an installed one, or this tree's src/).
+        here = str(Path(podstatus.__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join([*filter(None, [env.get("PYTHONPATH")]), here])
+        self._log = open(workdir / "serve.log", "wb")  # noqa: SIM115 (closed in stop)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "podstatus.cli", "serve", "--port", "0", "--no-tls", "--no-token",
+             "--kubeconfig", self.kubeconfig, "--audit-log", str(self.audit_log), "--kube-like"],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )  # fmt: skip
+        deadline = time.monotonic() + start_timeout
+        while not os.path.exists(self.kubeconfig):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"podstatus serve did not start; see {workdir / 'serve.log'}")
+            time.sleep(0.05)
+
+    def driver(self) -> DriverClient:
+        return DriverClient.from_kubeconfig(
+            self.kubeconfig,
+            requests=RequestCounter(),
+            user_agent=DRIVER_AGENT,
+            pool_maxsize=32,
+            timeout=DRIVER_TIMEOUT,
+        )
+
+    def cpu(self) -> dict[str, float]:
+        with contextlib.suppress(OSError):
+            return {SERVE: proc_cpu_seconds(self.proc.pid)}
+        return {}
+
+    def peak_rss(self) -> int | None:
+        with contextlib.suppress(OSError):
+            return proc_peak_rss(self.proc.pid)
+        return None
+
+    def contender_requests(
+        self, driver: DriverClient, agent: str
+    ) -> tuple[Counter[str], Counter[str], list[str], Counter[str]]:
+        # A watch is logged when it ends: the server notices a departed client within its 1 s
+        # poll, and the log is flushed every 0.25 s.
+        time.sleep(2.0)
+        return count_audit_log(self.audit_log, agent)
+
+    def stop(self) -> None:
+        _stop_process(self.proc, timeout=60)
+        self._log.close()
 
 
 # --- contenders --------------------------------------------------------------------------------
@@ -613,6 +699,7 @@ class RunResult:
     nodes: int
     pods: int
     scheduled: bool = False  # placed by kube-scheduler, not bound by the driver
+    server: str = ""  # the API server when it is not kube-apiserver: "podstatus serve"
     load: float = 0.0  # the machine's 1-minute load average when the run started
     completed: bool = False
     note: str = ""
@@ -834,6 +921,58 @@ def run_podstatus_embedded(
         server.stop()
 
 
+def run_on_serve(
+    nodes: int,
+    pods: int,
+    base: Path,
+    *,
+    hold: float = 0.0,
+    max_wait: float | None = None,
+    provider: str | None = "bench.scale.provider:InstantProvider",
+    heartbeat_interval: float = 5.0,
+) -> tuple[RunResult, str]:
+    """podstatus alone on ``podstatus serve``: the result, and a note with the server's peak RSS."""
+    if not PodstatusContender.available():
+        result = RunResult("podstatus", nodes, pods, server=SERVE)
+        return result, "not run, `podstatus node` is not in this tree"
+    workdir = base / f"{nodes}x{pods}-serve-podstatus"
+    workdir.mkdir(parents=True, exist_ok=True)
+    log.info("run: %s (logs in %s)", _label(nodes, pods, False, "podstatus", SERVE), workdir)
+    try:
+        server = PodstatusServe(workdir / "serve")
+    except Exception as err:
+        log.exception("podstatus serve did not start")
+        return RunResult("podstatus", nodes, pods, server=SERVE, note=f"failed: {err}"), ""
+    note = ""
+    try:
+        result = run_once(
+            PodstatusContender(provider or None),
+            server,
+            nodes,
+            pods,
+            workdir,
+            hold=hold,
+            max_wait=max_wait,
+            heartbeat_interval=heartbeat_interval,
+        )
+    except Exception as err:
+        log.exception("run failed")
+        result = RunResult("podstatus", nodes, pods, note=f"failed: {err}")
+    finally:
+        rss = server.peak_rss()
+        alive = server.proc.poll() is None
+        server.stop()
+    result.server = SERVE
+    if rss:
+        note = f"{SERVE}: peak RSS {rss / 2**20:.0f} MiB"
+    if not alive:
+        note += (
+            f"{'; ' if note else ''}{SERVE} exited with {server.proc.returncode} (log in {workdir / 'serve'})"
+        )
+    log.info("result: %s (%s)", row(result), note)
+    return result, note
+
+
 # --- the table ------------------------------------------------------------------------------------
 
 
@@ -876,7 +1015,11 @@ def _per_minute(r: RunResult) -> float | None:
 
 
 def _size(r: RunResult) -> str:
-    return f"{r.nodes} × {r.pods}" + (" via kube-scheduler" if r.scheduled else "")
+    return (
+        f"{r.nodes} × {r.pods}"
+        + (" via kube-scheduler" if r.scheduled else "")
+        + (f" on {r.server}" if r.server else "")
+    )
 
 
 def row(r: RunResult) -> list[str]:
@@ -894,7 +1037,7 @@ def row(r: RunResult) -> list[str]:
         _fmt(r.peak_rss / 2**20 if r.peak_rss else None, 0),
         str(r.total_requests) if r.requests else "—",
         str(_events(r)) if r.requests_by_resource else "—",
-        _fmt(r.server_cpu.get("kube-apiserver")),
+        _fmt(r.server_cpu.get("kube-apiserver", r.server_cpu.get(SERVE))),
         _fmt(r.server_cpu.get("etcd")),
         f"{missed} of {r.heartbeat_samples * r.nodes}",
         f"{r.load:.1f}",
@@ -936,9 +1079,9 @@ def markdown_table(header: tuple[str, ...] | list[str], rows: list[list[str]]) -
 
 def table_rows(results: list[RunResult]) -> list[list[str]]:
     out: list[list[str]] = []
-    sizes: dict[tuple[int, int, bool], dict[str, RunResult]] = {}
+    sizes: dict[tuple[int, int, bool, str], dict[str, RunResult]] = {}
     for r in results:
-        sizes.setdefault((r.nodes, r.pods, r.scheduled), {})[r.contender] = r
+        sizes.setdefault((r.nodes, r.pods, r.scheduled, r.server), {})[r.contender] = r
     for _size, by_name in sizes.items():
         for name in CONTENDERS:
             if name in by_name:
@@ -1003,12 +1146,12 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {mem}, {platform.python_implementation()} {platform.python_version()}, load average at start {load}"
 
 
-def _label(nodes: int, pods: int, scheduled: bool, name: str) -> str:
-    return f"{nodes} × {pods}{' via kube-scheduler' if scheduled else ''} {name}"
+def _label(nodes: int, pods: int, scheduled: bool, name: str, server: str = "") -> str:
+    return f"{nodes} × {pods}{' via kube-scheduler' if scheduled else ''}{f' on {server}' if server else ''} {name}"
 
 
 def _key(r: RunResult) -> str:
-    return _label(r.nodes, r.pods, r.scheduled, r.contender)
+    return _label(r.nodes, r.pods, r.scheduled, r.contender, r.server)
 
 
 def save(
@@ -1029,7 +1172,7 @@ def save(
         notes = [(label, text) for label, text in old["notes"] if label not in fresh] + notes
         invocations = old["invocations"] + invocations
     order = {name: i for i, name in enumerate(CONTENDERS)}
-    results.sort(key=lambda r: (r.scheduled, r.nodes, r.pods, order.get(r.contender, 9)))
+    results.sort(key=lambda r: (r.scheduled, r.server, r.nodes, r.pods, order.get(r.contender, 9)))
     twin.write_text(
         json.dumps(
             {"invocations": invocations, "notes": notes, "results": [r.__dict__ for r in results]}, indent=1
@@ -1087,6 +1230,12 @@ Events: {events} KWOK writes no Events, so by default the harness runs podstatus
 `--podstatus-events warning`, a like-for-like comparison; `--podstatus-events all` measures the
 kubelet's full Event trail (Pulling, Pulled, Created, Started, Killing...).
 
+Rows *on podstatus serve* run podstatus alone with `podstatus serve` (the project's embedded API
+server, plain HTTP, no token, `--audit-log`, `--kube-like`: a deleted pod stays until the agent
+deletes it) as its own process in place of kube-apiserver + etcd:
+the same driver and workload, the contender's requests counted from its audit log (kube-apiserver's
+format), its CPU in the *apiserver CPU* column (no etcd), its peak RSS in the notes.
+
 Columns: *nodes up*: contender start to every Node Ready (for KWOK this includes the driver creating
 the Nodes). *create rate*: the driver's pod creates per second. *create → all up*: first create to
 the last pod at its goal, seen through the driver's watch. *per pod*: from a pod's create (its answer
@@ -1138,7 +1287,16 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10x100,100x1000", help="NODESxPODS,... (default 10x100,100x1000)")
+    parser.add_argument(
+        "--sizes",
+        default=None,
+        help="NODESxPODS,... (default 10x100,100x1000, none when --embedded-sizes is given)",
+    )
+    parser.add_argument(
+        "--embedded-sizes",
+        default="",
+        help="NODESxPODS,... to run podstatus alone on `podstatus serve` (a process of its own)",
+    )
     parser.add_argument("--contenders", default="kwok,podstatus")
     parser.add_argument("--hold", type=float, default=0.0, help="seconds to keep all pods up before deleting")
     parser.add_argument("--write", default=None, help="write the results page here (docs/scale.md)")
@@ -1179,7 +1337,8 @@ def main(argv: list[str] | None = None) -> int:
     names = [n.strip() for n in args.contenders.split(",") if n.strip()]
     results: list[RunResult] = []
     notes: list[tuple[str, str]] = []
-    plan = [(n, p, False) for n, p in parse_sizes(args.sizes)]
+    sizes = args.sizes if args.sizes is not None else "" if args.embedded_sizes else "10x100,100x1000"
+    plan = [(n, p, False) for n, p in parse_sizes(sizes)]
     if args.scheduled_sizes:
         if control_plane_available():
             plan += [(n, p, True) for n, p in parse_sizes(args.scheduled_sizes)]
@@ -1234,6 +1393,13 @@ def main(argv: list[str] | None = None) -> int:
                 server.stop()
             results.append(result)
             log.info("result: %s", row(result))
+    for nodes, pods in parse_sizes(args.embedded_sizes):
+        result, note = run_on_serve(
+            nodes, pods, base, hold=args.hold, max_wait=args.max_wait, provider=args.podstatus_provider
+        )
+        results.append(result)
+        if note:
+            notes.append((_key(result), note))
     table = markdown_table(COLUMNS, table_rows(results))
     print(table)
     for label, text in notes:

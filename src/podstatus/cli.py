@@ -69,6 +69,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="serve HTTPS with a fresh CA, written into the kubeconfig (default: on; --no-tls needs --no-token)",
     )
+    serve.add_argument(
+        "--audit-log",
+        default=None,
+        metavar="PATH",
+        help="append one JSON line per request here, as kube-apiserver's audit log at level Metadata",
+    )
+    serve.add_argument(
+        "--kube-like",
+        action="store_true",
+        help="answer as kube-apiserver with no kubelet: no stricter status checks, and a terminating pod "
+        "stays until deleted with grace 0 (by default it goes when its grace period runs out)",
+    )
 
     sim = sub.add_parser("simulate", help="run a simulated node agent (the main job)")
     sim.add_argument(
@@ -142,10 +154,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --- serve ------------------------------------------------------------------------------
 
 
-def _make_server(host: str, port: int, faults: str, *, token: str | None = None, tls: bool = False) -> Any:
+def _make_server(
+    host: str,
+    port: int,
+    faults: str,
+    *,
+    token: str | None = None,
+    tls: bool = False,
+    audit_log: str | None = None,
+    store: Any = None,
+) -> Any:
     from .server.http import EmbeddedApiServer
 
-    server = EmbeddedApiServer(host=host, port=port, token=token, tls=tls)
+    server = EmbeddedApiServer(host=host, port=port, token=token, tls=tls, audit_log=audit_log, store=store)
     if faults:
         from .server.faults import FaultPlan
 
@@ -174,7 +195,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"[bold yellow]warning:[/] --host {args.host} is not a loopback address: "
             f"other machines can reach this server ({how})"
         )
-    server = _make_server(args.host, args.port, args.faults, token=token, tls=tls)
+    from .server.store import Store
+
+    # Watches resume from the last 75 s of changes too, as from kube-apiserver's watch cache.
+    store = Store(history_seconds=75.0, strict_status=not args.kube_like, reap_terminating=not args.kube_like)
+    server = _make_server(
+        args.host, args.port, args.faults, token=token, tls=tls, audit_log=args.audit_log, store=store
+    )
     server.start()
     # absolute(), not resolve(): resolving would follow a planted symlink to its target.
     path = Path(args.kubeconfig).absolute()

@@ -384,6 +384,49 @@ def test_watch_from_resource_version_and_expired(store: Store) -> None:
         w.next(0)  # this watch fell behind the history
 
 
+def _lease(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"holderIdentity": name, "leaseDurationSeconds": 40}}
+
+
+def test_each_resource_keeps_its_own_history() -> None:
+    """As kube-apiserver's watch cache: other resources' changes do not push a pod watch out."""
+    store = Store(history_size=3)
+    store.create("pods", "default", pod("a"))
+    rv = store.resource_version
+    w = store.watch("pods", resource_version=str(rv))
+    for i in range(50):
+        store.create("leases.coordination.k8s.io", "kube-node-lease", _lease(f"n{i}"))
+    assert w.next(0) is None
+    # The watch's version moved past the leases' (what its bookmarks report).
+    assert w.resource_version == store.resource_version
+    store.patch("pods", "default", "a", {"metadata": {"labels": {"x": "1"}}})
+    e = w.next(0)
+    assert e is not None and e.type == "MODIFIED" and e.rv == store.resource_version
+    # From before the 50 leases: a pod watch and an exact pod list still work; a lease watch does not.
+    again = store.watch("pods", resource_version=str(rv))
+    first = again.next(0)
+    assert first is not None and first.stored.name == "a" and first.type == "MODIFIED"
+    assert [s.name for s in store.list_page("pods", "default", exact_resource_version=rv).items] == ["a"]
+    with pytest.raises(GoneError):
+        store.watch("leases.coordination.k8s.io", resource_version=str(rv))
+
+
+def test_history_keeps_recent_changes_up_to_a_bound() -> None:
+    """``history_seconds``: every change younger than that stays, beyond ``history_size``, up to ``max_history``."""
+    store = Store(history_size=2, history_seconds=60.0, max_history=8)
+    for i in range(6):
+        store.create("pods", "default", pod(f"p{i}"))
+    w = store.watch("pods", resource_version="1")
+    assert [w.next(0).stored.name for _ in range(5)] == ["p1", "p2", "p3", "p4", "p5"]  # type: ignore[union-attr]
+    for i in range(6):
+        store.create("pods", "default", pod(f"q{i}"))
+    with pytest.raises(GoneError):
+        store.watch("pods", resource_version="1")  # 12 changes, 8 kept
+    assert store.watch("pods", resource_version="4").next(0) is not None
+    with pytest.raises(ValueError):
+        Store(history_size=10, max_history=5)
+
+
 def test_watch_selector_transitions(store: Store) -> None:
     store.create("pods", "default", pod("a", labels={"app": "web"}))
     w = store.watch("pods", label_selector="app=web", resource_version=str(store.resource_version))

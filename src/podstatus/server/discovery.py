@@ -848,14 +848,15 @@ def table(
     cells = _CELLS[resource]
     rows: list[dict[str, Any]] = []
     for item in items:
-        row: dict[str, Any] = {"cells": cells(item.obj, when)}
+        obj = item.obj
+        row: dict[str, Any] = {"cells": cells(obj, when)}
         if include_object == "Object":
             row["object"] = msgspec.Raw(item.raw)
         elif include_object != "None":
             row["object"] = {
                 "kind": "PartialObjectMetadata",
                 "apiVersion": "meta.k8s.io/v1",
-                "metadata": item.obj.get("metadata") or {},
+                "metadata": obj.get("metadata") or {},
             }
         rows.append(row)
     _ = RESOURCES[resource]

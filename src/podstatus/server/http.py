@@ -32,6 +32,7 @@ from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
 from . import apply as _apply
 from . import bodies, discovery, negotiation, schema, security
+from .audit import AuditLog
 from .store import RESOURCES, Event, FieldError, Store, Stored, Watch, bad_request, conflict
 
 __all__ = [
@@ -551,7 +552,7 @@ class ApiHandler:
         )
         out: list[bytes] = []
         for item in items:
-            ns = item.metadata.get("namespace")
+            ns = item.namespace or None
             try:
                 stored, _ = self.store.delete(
                     resource, ns, item.name, grace_period_seconds=grace, dry_run=dry_run
@@ -625,7 +626,8 @@ class ApiHandler:
         delete's); the status write is pinned to the version read. Returns the new version.
         """
         current = self.store.get("pods", namespace, name)
-        meta = current.metadata
+        obj = current.obj
+        meta = obj["metadata"]
         if uid and uid != meta.get("uid"):
             raise conflict(
                 "Pod", name, f"the UID in the precondition ({uid}) does not match the UID in record "
@@ -636,7 +638,7 @@ class ApiHandler:
                 "Pod", name, f"the ResourceVersion in the precondition ({rv}) does not match the "
                 f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
             )  # fmt: skip
-        conditions = (current.obj.get("status") or {}).get("conditions") or []
+        conditions = (obj.get("status") or {}).get("conditions") or []
         old = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
         # As UpdatePodCondition: the transition time moves only when the status does.
         since = old.get("lastTransitionTime") if old is not None and old.get("status") == "True" else None
@@ -847,6 +849,44 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         owner = self.server.owner
+        audit = owner.audit
+        if audit is None:
+            self._answer(owner, None)
+            return
+        received = time.time()
+        done: list[Any] = [None, None]  # the Request, the Response
+        try:
+            self._answer(owner, done)
+        finally:
+            self._audit(audit, owner, received, done[0], done[1])
+
+    def _audit(
+        self, audit: AuditLog, owner: EmbeddedApiServer, received: float, request: Request | None,
+        response: Response | None,
+    ) -> None:  # fmt: skip
+        if request is None:
+            split = urlsplit(self.path)
+            path, query = split.path, dict(parse_qsl(split.query, keep_blank_values=True))
+        else:
+            path, query = request.path, request.query
+        code = 500 if response is None or response.abort else response.status
+        audit.record(
+            method=self.command,
+            uri=self.path,
+            path=path,
+            query=query,
+            user_agent=self.headers.get("User-Agent", ""),
+            source_ip=str(self.client_address[0]),
+            code=code,
+            received=received,
+            authenticated=owner.token is not None and code != 401,
+            body=b"" if response is None or response.stream is not None else response.body,
+            content_type="" if response is None else response.content_type,
+            audit_id=self.headers.get("Audit-ID", ""),
+        )
+
+    def _answer(self, owner: EmbeddedApiServer, done: list[Any] | None) -> None:
+        """Read, dispatch, write; ``done`` (the audit's) gets the Request and the Response."""
         started = time.perf_counter()
         try:
             body = self._read_body(owner.max_body_bytes)
@@ -854,7 +894,10 @@ class _Handler(BaseHTTPRequestHandler):
             # The rest of the stream cannot be trusted: answer and close.
             self.close_connection = True
             reason = "BadRequest" if err.code == 400 else "NotImplemented"
-            self._write(_status_error(err.code, reason, str(err)))
+            response = _status_error(err.code, reason, str(err))
+            if done is not None:
+                done[1] = response
+            self._write(response)
             return
         if body is None:
             # The rest of the body is never read: the connection cannot be reused.
@@ -871,7 +914,11 @@ class _Handler(BaseHTTPRequestHandler):
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
             )
+            if done is not None:
+                done[0] = request
             response = owner.authenticate(request) or owner.dispatch(request)
+        if done is not None:
+            done[1] = response
         if response.abort:
             self._reset()
             return
@@ -964,6 +1011,9 @@ class EmbeddedApiServer:
     for loopback and ``host`` (see :mod:`.security`). Both default to off, for tests and
     in-process use; ``podstatus serve`` turns both on. Both go into :meth:`kubeconfig`;
     note that client-go and kubectl use a kubeconfig's token only with an https server.
+
+    ``audit_log``: append one line per request to this file, as kube-apiserver's audit log
+    at level Metadata (see :mod:`.audit`).
     """
 
     def __init__(
@@ -979,8 +1029,12 @@ class EmbeddedApiServer:
         reap_terminating: bool | None = None,
         token: str | None = None,
         tls: security.TlsMaterial | bool = False,
+        audit_log: str | Path | None = None,
     ) -> None:
         self.host = host
+        self.audit_log = audit_log
+        # Open while the server runs (see audit.py).
+        self.audit: AuditLog | None = None
         if token is not None and not token:
             raise ValueError("token must not be empty")
         self.token = token
@@ -1037,9 +1091,17 @@ class EmbeddedApiServer:
         if self._httpd is not None:
             return self
         self._stopping.clear()
+        if self.audit_log is not None and self.audit is None:
+            self.audit = AuditLog(self.audit_log)
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         server_class = type("_Server", (_HttpServer,), {"address_family": family})
-        httpd = server_class((self.host, self.port), _Handler)
+        try:
+            httpd = server_class((self.host, self.port), _Handler)
+        except OSError:
+            if self.audit is not None:
+                self.audit.close()
+                self.audit = None
+            raise
         if self.tls is not None:
             # The handshake happens on the handler's thread, at its first read, so a slow
             # client never holds up accept().
@@ -1073,6 +1135,9 @@ class EmbeddedApiServer:
         httpd.server_close()
         for t in self._threads:
             t.join(timeout=5)
+        if self.audit is not None:
+            self.audit.close()
+            self.audit = None
         self._httpd = None
         self._threads = []
         log.info("embedded API server on port %d stopped", self.port)

@@ -31,7 +31,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .selectors import FIELD_GETTERS
+from .selectors import FIELD_GETTERS, SELECTED_FIELDS
 from .store import (
     RESOURCES,
     FieldError,
@@ -801,3 +801,11 @@ EVENTS_V1 = register(
 FIELD_GETTERS[LEASES.key] = {"metadata.name": _meta("name"), "metadata.namespace": _meta("namespace")}
 FIELD_GETTERS[EVENTS.key] = _EVENT_FIELDS
 FIELD_GETTERS[EVENTS_V1.key] = _EVENT_V1_FIELDS
+# Both groups' Events are stored in the core form, which their getters read.
+SELECTED_FIELDS["Event"] = {
+    "involvedObject": _REF_FIELDS,
+    "source": ("component",),
+    "reason": None,
+    "reportingComponent": None,
+    "type": None,
+}

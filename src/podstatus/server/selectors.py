@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "FIELD_GETTERS",
+    "SELECTED_FIELDS",
     "FieldSelector",
     "LabelSelector",
     "SelectorError",
@@ -181,6 +182,19 @@ FIELD_GETTERS: dict[str, dict[str, Callable[[Mapping[str, Any]], str]]] = {
         "metadata.name": _getter("metadata", "name"),
         "status.phase": _getter("status", "phase"),
     },
+}
+
+
+# What the field selectors of each kind read beyond the metadata's name, namespace and labels:
+# top-level keys, with the keys kept below each (None: the value itself). The store keeps only
+# this of an object besides its JSON (store.Stored.sel), so a getter above must read nothing else.
+SELECTED_FIELDS: dict[str, dict[str, tuple[str, ...] | None]] = {
+    "Pod": {
+        "spec": ("nodeName", "restartPolicy", "schedulerName", "serviceAccountName", "hostNetwork"),
+        "status": ("phase", "podIP", "nominatedNodeName"),
+    },
+    "Node": {"spec": ("unschedulable",)},
+    "Namespace": {"status": ("phase",)},
 }
 
 

@@ -17,6 +17,7 @@ own pace (fan-out costs nothing per watcher on the write path).
 from __future__ import annotations
 
 import base64
+import bisect
 import builtins
 import contextlib
 import functools
@@ -58,7 +59,7 @@ from ..qos import compute_pod_qos
 from ..types import InvalidObjectError, Pod
 from . import apply as _apply
 from . import schema
-from .selectors import FieldSelector, LabelSelector, SelectorError
+from .selectors import SELECTED_FIELDS, FieldSelector, LabelSelector, SelectorError
 
 __all__ = [
     "JSON_MERGE_PATCH",
@@ -209,32 +210,71 @@ def register(info: ResourceInfo) -> ResourceInfo:
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+class _Head(msgspec.Struct):
+    """The metadata of an object's JSON, decoded without the rest."""
+
+    metadata: dict[str, Any] = {}
+
+
+def _selection(obj: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """What label and field selectors read of ``obj`` (selectors.SELECTED_FIELDS), in its shape."""
+    view: dict[str, Any] = {"metadata": {k: meta[k] for k in ("name", "namespace", "labels") if k in meta}}
+    for key, below in SELECTED_FIELDS.get(obj.get("kind") or "", {}).items():
+        value = obj.get(key)
+        if below is None:
+            if value is not None:
+                view[key] = value
+        elif isinstance(value, dict):
+            picked = {k: value[k] for k in below if k in value}
+            if picked:
+                view[key] = picked
+    return view
+
+
 class Stored:
-    """One stored object version: the wire dict (read-only), its JSON, and the decoded Pod."""
+    """One stored object version: its JSON (``raw``) and resourceVersion, decoded when asked.
 
-    __slots__ = ("obj", "pod", "raw", "rv")
+    Only the JSON is kept (bytes: small, and nothing for the garbage collector to walk), with
+    the name, namespace and UID and what selectors read (``sel``). ``obj`` decodes a fresh wire
+    dict on each access (the caller may change it: bind it once where it is read often);
+    ``metadata`` decodes the metadata alone; ``pod`` the decoded :class:`Pod` (None for
+    other kinds). At 100,000 pods this is what keeps the embedded server within memory: a
+    decoded pod (dict and Pod) held ten times the bytes of its JSON, and the collector walked it all.
+    """
 
-    def __init__(self, obj: dict[str, Any], raw: bytes, pod: Pod | None, rv: int) -> None:
-        self.obj = obj
+    __slots__ = ("is_pod", "name", "namespace", "raw", "rv", "sel", "uid")
+
+    def __init__(self, obj: dict[str, Any], raw: bytes, pod: Pod | bool | None, rv: int) -> None:
+        """``obj`` is what ``raw`` encodes (not kept); ``pod`` its decoded Pod, or True, for a pod."""
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
         self.raw = raw
-        self.pod = pod
         self.rv = rv
+        self.is_pod = pod is not None and pod is not False
+        self.name = str(meta.get("name", ""))
+        self.namespace = str(meta.get("namespace") or "")
+        self.uid = str(meta.get("uid", ""))
+        self.sel = _selection(obj, meta)
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        """The object's wire dict, freshly decoded."""
+        obj: dict[str, Any] = _decode(self.raw)
+        return obj
 
     @property
     def metadata(self) -> dict[str, Any]:
-        meta: dict[str, Any] = self.obj["metadata"]
-        return meta
+        """The object's metadata, freshly decoded."""
+        return _decode(self.raw, type=_Head).metadata
 
     @property
-    def name(self) -> str:
-        return str(self.metadata.get("name", ""))
-
-    @property
-    def uid(self) -> str:
-        return str(self.metadata.get("uid", ""))
+    def pod(self) -> Pod | None:
+        """The decoded pod (a fresh :class:`Pod`), None for other kinds."""
+        return Pod.from_json(self.raw) if self.is_pod else None
 
     def __repr__(self) -> str:
-        return f"Stored({self.obj.get('kind')} {self.name!r} rv={self.rv})"
+        return f"Stored({'Pod' if self.is_pod else 'object'} {self.name!r} rv={self.rv})"
 
 
 class Event:
@@ -857,12 +897,9 @@ _ADMITTED_SPEC = ("tolerations", "priority", "preemptionPolicy")
 
 def _dry_run_result(stored: Stored, rv: int) -> Stored:
     """What a dry-run create answers: the object as it would be stored, without a resourceVersion."""
-    obj = dict(stored.obj)
-    obj["metadata"] = {k: v for k, v in stored.metadata.items() if k != "resourceVersion"}
-    pod = stored.pod
-    if pod is not None:
-        pod = pod.replace(metadata=pod.metadata.replace(resource_version=None))
-    return Stored(obj, _encode(obj), pod, rv)
+    obj = stored.obj
+    obj["metadata"].pop("resourceVersion", None)
+    return Stored(obj, _encode(obj), stored.is_pod, rv)
 
 
 def _with_rv(pod: Pod, rv: int) -> Pod:
@@ -1021,9 +1058,11 @@ def decode_patched(
 class Store:
     """Thread-safe in-memory objects (pods, nodes, namespaces, leases, events) with watch history.
 
-    ``history_size`` bounds the events a watch can resume from; older
-    resourceVersions get 410 Expired. ``clock`` gives epoch seconds (tests may
-    fake it). With ``reap_terminating`` (the default), a pod whose graceful
+    Each resource keeps its own history of changes, as kube-apiserver's watch cache does:
+    the last ``history_size`` of them and, with ``history_seconds``, also every change
+    younger than that (kube-apiserver keeps 75 s), up to ``max_history``. A watch or read
+    from a resourceVersion whose later changes of its resource are no longer all there gets
+    410 Expired. ``clock`` gives epoch seconds (tests may fake it). With ``reap_terminating`` (the default), a pod whose graceful
     deletion ran out is removed on the next store access (or :meth:`reap`
     call), like a kubelet that finished it would; without it, it stays until
     deleted with grace 0, as on a real server with no kubelet.
@@ -1045,6 +1084,8 @@ class Store:
         self,
         *,
         history_size: int = 10000,
+        history_seconds: float = 0.0,
+        max_history: int = 100 * 1024,
         clock: Callable[[], float] = time.time,
         reap_terminating: bool = True,
         strict_status: bool = True,
@@ -1052,6 +1093,8 @@ class Store:
     ) -> None:
         if history_size < 1:
             raise ValueError("history_size must be positive")
+        if max_history < history_size:
+            raise ValueError("max_history must be at least history_size")
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._clock = clock
@@ -1060,7 +1103,10 @@ class Store:
         self._managed_fields = managed_fields
         self._rv = 0
         self._size = history_size
-        self._ring: list[Event | None] = [None] * history_size
+        self._history_seconds = history_seconds
+        self._max_history = max_history
+        # storage -> its recent changes
+        self._histories: dict[str, _History] = {}
         # resource -> namespace ("" when cluster-scoped) -> name -> current version
         self._objects: dict[str, dict[str, dict[str, Stored]]] = {"pods": {}, "nodes": {"": {}}}
         self._namespaces: dict[str, Stored] = {}
@@ -1160,7 +1206,11 @@ class Store:
     ) -> None:
         # Caller holds the lock and has assigned stored.rv == self._rv + 1.
         self._rv = stored.rv
-        self._ring[stored.rv % self._size] = Event(type_, info.storage, namespace, stored, old, stored.rv)
+        history = self._histories.get(info.storage)
+        if history is None:
+            history = self._histories[info.storage] = _History()
+        history.append(Event(type_, info.storage, namespace, stored, old, stored.rv))
+        history.trim(self._size, self._history_seconds, self._max_history)
         ttl = info.strategy.ttl if info.strategy is not None else None
         if ttl and type_ != "DELETED":
             heapq.heappush(
@@ -1212,7 +1262,7 @@ class Store:
             items = self._snapshot(info, namespace)
             rv = self._rv
         if ls is not None or fs is not None:
-            items = [s for s in items if _matches(s.obj, ls, fs)]
+            items = [s for s in items if _matches(s.sel, ls, fs)]
         if info.strategy is not None and info.strategy.converts:
             items = [info.view(s) for s in items]
         return items, rv
@@ -1245,17 +1295,17 @@ class Store:
             at = exact_resource_version
         with self._lock:
             self._maybe_reap()
-            if at is not None and start is None and at < max(self._rv - self._size + 1, 1) - 1:
+            dropped = self._dropped(info)
+            if at is not None and start is None and at < dropped:
                 raise _list_expired()
             if at is None:
                 items, rv = self._snapshot(info, namespace), self._rv
             else:
-                oldest = max(self._rv - self._size + 1, 1)
-                if at < oldest - 1 and start is not None:
+                if at < dropped and start is not None:
                     raise _continue_expired(info, namespace, start)
                 items, rv = self._state_at(info, namespace, at, start), at
         if ls is not None or fs is not None:
-            items = [s for s in items if _matches(s.obj, ls, fs)]
+            items = [s for s in items if _matches(s.sel, ls, fs)]
         if start is not None:
             items = [s for s in items if _list_key(info, s) >= start]
         if info.strategy is not None and info.strategy.converts:
@@ -1274,13 +1324,11 @@ class Store:
         """The objects as they were at ``rv`` (lock held): the current ones with the newer
         events of the history undone."""
         objects = {_list_key(info, s): s for s in self._snapshot(info, namespace)}
-        for r in range(self._rv, rv, -1):
-            event = self._ring[r % self._size]
-            if event is None or event.rv != r:
-                raise _continue_expired(info, namespace, start)
-            if event.resource != info.storage or (
-                namespace and info.namespaced and event.namespace != namespace
-            ):
+        if rv < self._dropped(info):
+            raise _continue_expired(info, namespace, start)
+        history = self._histories.get(info.storage)
+        for event in reversed(history.after(rv) if history is not None else []):
+            if namespace and info.namespaced and event.namespace != namespace:
                 continue
             key = _list_key(info, event.stored)
             if event.type == "ADDED" or event.old is None:
@@ -1430,8 +1478,9 @@ class Store:
                 raise already_exists(info.name, name)
             stored = self._namespace_object(name, obj, self._rv + 1)
             if opts.dry_run:
-                del stored.obj["metadata"]["resourceVersion"]
-                return Stored(stored.obj, _encode(stored.obj), None, self._rv)
+                obj = stored.obj
+                del obj["metadata"]["resourceVersion"]
+                return Stored(obj, _encode(obj), None, self._rv)
             self._namespaces[name] = stored
             self._record("ADDED", info, "", stored, None)
             return stored
@@ -1645,15 +1694,14 @@ class Store:
         with self._lock:
             self._maybe_reap()
             current = self._current(info, namespace, name)
-            if current.obj.get("spec", {}).get("nodeName"):
+            obj = current.obj
+            if obj.get("spec", {}).get("nodeName"):
                 raise conflict(
                     "pods/binding",
                     name,
-                    f'pod {name} is already assigned to node "{current.obj["spec"]["nodeName"]}"',
+                    f'pod {name} is already assigned to node "{obj["spec"]["nodeName"]}"',
                 )
-            obj = dict(current.obj)
             obj["spec"] = dict(obj["spec"], nodeName=node_name)
-            obj["metadata"] = dict(obj["metadata"])
             return self._commit(info, namespace, current, obj)
 
     def delete(
@@ -1688,7 +1736,8 @@ class Store:
         with self._lock, self._dry(WriteOptions(dry_run=dry_run)):
             self._maybe_reap()
             current = self._current(info, namespace, name)
-            meta = current.metadata
+            cur = current.obj
+            meta = cur["metadata"]
             if uid is not None and uid != meta.get("uid"):
                 raise _delete_conflict(
                     info, name, f"the UID in the precondition ({uid}) does not match the UID in record "
@@ -1704,7 +1753,7 @@ class Store:
                 if meta.get("finalizers"):
                     if meta.get("deletionTimestamp"):
                         return info.view(current), False
-                    marked = self._mark_deleted(info, ns, current, 0, bump_generation=False)
+                    marked = self._mark_deleted(info, ns, current, 0, bump_generation=False, obj=cur)
                     return info.view(marked), False
                 return info.view(self._remove(info, ns, current)), True
             if grace_period_seconds is not None and grace_period_seconds < 0:
@@ -1720,10 +1769,12 @@ class Store:
                     return current, False  # already going at least as fast
                 period = grace_period_seconds
                 deadline = _parse_rfc3339(meta["deletionTimestamp"]) - old_period + period
-                stored = self._mark_deleted(info, ns, current, period, deadline, bump_generation=False)
+                stored = self._mark_deleted(
+                    info, ns, current, period, deadline, bump_generation=False, obj=cur
+                )
             else:
-                period = self._grace_period(current.obj, grace_period_seconds)
-                stored = self._mark_deleted(info, ns, current, period)
+                period = self._grace_period(cur, grace_period_seconds)
+                stored = self._mark_deleted(info, ns, current, period, obj=cur)
             if period == 0 and not meta.get("finalizers"):
                 return self._remove(info, ns, stored), True
             return stored, False
@@ -1752,14 +1803,17 @@ class Store:
         deadline: float | None = None,
         *,
         bump_generation: bool = True,
+        obj: dict[str, Any] | None = None,
     ) -> Stored:
-        """Write ``deletionTimestamp`` (now + ``period`` unless ``deadline``) and the grace period."""
+        """Write ``deletionTimestamp`` (now + ``period`` unless ``deadline``) and the grace period.
+        ``obj``: ``current.obj`` when the caller decoded it already (it is changed)."""
         if deadline is None:
             deadline = self._clock() + period
         # A grace period of centuries (any int64 is accepted) ends at the last representable second.
         deadline = min(max(deadline, 0.0), _MAX_TIMESTAMP)
-        obj = dict(current.obj)
-        new_meta = obj["metadata"] = dict(current.metadata)
+        if obj is None:
+            obj = current.obj
+        new_meta = obj["metadata"]
         new_meta["deletionTimestamp"] = _rfc3339(deadline)
         new_meta["deletionGracePeriodSeconds"] = period
         if bump_generation and new_meta.get("generation"):
@@ -1773,12 +1827,9 @@ class Store:
         if self._dry_run:
             return current
         rv = self._rv + 1
-        obj = dict(current.obj)
-        obj["metadata"] = dict(current.metadata, resourceVersion=str(rv))
-        pod = current.pod
-        if pod is not None:
-            pod = _with_rv(pod, rv)
-        stored = Stored(obj, _encode(obj), pod, rv)
+        obj = current.obj
+        obj["metadata"]["resourceVersion"] = str(rv)
+        stored = Stored(obj, _encode(obj), current.is_pod, rv)
         del self._bucket(info, ns)[current.name]
         self._record("DELETED", info, ns, stored, current)
         return stored
@@ -1878,7 +1929,8 @@ class Store:
     ) -> Stored:
         """Shared by update and patch: preconditions, strategy, validation, commit (lock held)."""
         name = current.name
-        cur_meta = current.metadata
+        cur = current.obj
+        cur_meta = cur["metadata"]
         given_meta = new.get("metadata")
         meta = dict(given_meta) if isinstance(given_meta, dict) else {}
         requested = meta.get("managedFields")
@@ -1945,7 +1997,7 @@ class Store:
         is_pod = info.name == "pods"
         if subresource == "status":
             # The status strategy: spec (and a pod's ownerReferences) stay as they were.
-            obj = dict(current.obj)
+            obj = dict(cur)
             obj["metadata"] = meta
             if is_pod:
                 if "ownerReferences" in cur_meta:
@@ -1955,7 +2007,7 @@ class Store:
             status = new.get("status")
             if is_pod and isinstance(status, dict):
                 status = dict(status)
-                old_qos = (current.obj.get("status") or {}).get("qosClass")
+                old_qos = (cur.get("status") or {}).get("qosClass")
                 if not status.get("qosClass") and old_qos:
                     status["qosClass"] = old_qos  # PrepareForUpdate backfills it
                 _convert_pod_ips(status)
@@ -1963,12 +2015,12 @@ class Store:
             obj["status"] = status if status is not None else {}
         else:
             obj = dict(new)
-            obj["kind"] = current.obj.get("kind", info.kind)
-            obj["apiVersion"] = current.obj.get("apiVersion", info.api_version)
+            obj["kind"] = cur.get("kind", info.kind)
+            obj["apiVersion"] = cur.get("apiVersion", info.api_version)
             obj["metadata"] = meta
             # Writes to the main resource leave the status alone, as the real server does.
-            if "status" in current.obj:
-                obj["status"] = current.obj["status"]
+            if "status" in cur:
+                obj["status"] = cur["status"]
             else:
                 obj.pop("status", None)
             if is_pod:
@@ -1976,7 +2028,7 @@ class Store:
                 spec = obj["spec"] = dict(spec) if isinstance(spec, dict) else {}
                 _default_pod_spec(spec)
                 _default_tolerations(spec)
-                old_spec = current.obj.get("spec") or {}
+                old_spec = cur.get("spec") or {}
                 if spec != old_spec:
                     resized = _resized_containers(spec, old_spec)
                     if resized:
@@ -1988,16 +2040,16 @@ class Store:
                     elif "generation" in meta:
                         meta["generation"] = int(meta["generation"]) + 1
         if info.strategy is not None:
-            info.strategy.prepare_update(current.obj, obj, subresource, errors)
+            info.strategy.prepare_update(cur, obj, subresource, errors)
         # Types first: the semantic checks below may then trust them.
         pod = self._typecheck(info, obj, bad)
         if is_pod and subresource == "status":
-            _validate_pod_status(current.obj, obj, errors, strict=self._strict_status)
+            _validate_pod_status(cur, obj, errors, strict=self._strict_status)
         # Managed fields before validation: an apply's conflicts come first, as on the real server.
-        obj, pod = self._track(info, current.obj, obj, pod, tracker, requested)
+        obj, pod = self._track(info, cur, obj, pod, tracker, requested)
         if errors:
             raise invalid(info.kind, name, errors, info.kind_group)
-        if (pod == current.pod) if is_pod else (obj == current.obj):
+        if (pod == current.pod) if is_pod else (obj == cur):
             return current  # nothing changed: no new resourceVersion, no event (as the real server)
         if (
             meta.get("deletionTimestamp")
@@ -2124,9 +2176,12 @@ class Store:
         while self._deadlines and self._deadlines[0][0] <= now:
             _, ns, name, uid = heapq.heappop(self._deadlines)
             current = self._objects["pods"].get(ns, {}).get(name)
-            if current is None or current.uid != uid or current.metadata.get("finalizers"):
+            if current is None or current.uid != uid:
                 continue
-            stamp = current.metadata.get("deletionTimestamp")
+            meta = current.metadata
+            if meta.get("finalizers"):
+                continue
+            stamp = meta.get("deletionTimestamp")
             if not stamp or _parse_rfc3339(stamp) > now:
                 continue
             self._remove(info, ns, current)
@@ -2161,24 +2216,73 @@ class Store:
             initial: builtins.list[Stored] = []
             if start is None:
                 if send_initial_events is not False:
-                    initial = [s for s in self._snapshot(info, namespace) if _matches(s.obj, ls, fs)]
+                    initial = [s for s in self._snapshot(info, namespace) if _matches(s.sel, ls, fs)]
                 start = self._rv
             else:
-                oldest = max(self._rv - self._size + 1, 1)
-                if start < oldest - 1:
-                    raise _expired(start, oldest)
+                dropped = self._dropped(info)
+                if start < dropped:
+                    raise _expired(start, dropped + 1)
             return Watch(self, info, namespace, ls, fs, start, initial, send_initial_events is True)
 
-    def _events_after(self, cursor: int, limit: int) -> builtins.list[Event]:
-        # Lock held. Events cursor+1 .. current, at most `limit`.
-        end = min(self._rv, cursor + limit)
-        out: builtins.list[Event] = []
-        for rv in range(cursor + 1, end + 1):
-            event = self._ring[rv % self._size]
-            if event is None or event.rv != rv:
-                raise _expired(cursor, max(self._rv - self._size + 1, 1))
-            out.append(event)
-        return out
+    def _dropped(self, info: ResourceInfo) -> int:
+        """The newest resourceVersion of ``info``'s changes no longer in its history (0: none)."""
+        history = self._histories.get(info.storage)
+        return 0 if history is None else history.dropped
+
+    def _events_after(self, storage: str, cursor: int, limit: int) -> builtins.list[Event]:
+        # Lock held. The storage's changes after cursor, at most `limit`; 410 when some are gone.
+        history = self._histories.get(storage)
+        if history is None:
+            return []
+        if cursor < history.dropped:
+            raise _expired(cursor, history.dropped + 1)
+        return history.after(cursor, limit)
+
+
+class _History:
+    """One storage's recent changes, oldest first (kube-apiserver's watch cache of one resource)."""
+
+    __slots__ = ("dropped", "events", "start", "times")
+
+    def __init__(self) -> None:
+        self.events: builtins.list[Event | None] = []
+        self.times: builtins.list[float] = []
+        self.start = 0  # events before it are dropped (None)
+        self.dropped = 0  # the resourceVersion of the newest dropped change
+
+    def append(self, event: Event) -> None:
+        self.events.append(event)
+        self.times.append(time.monotonic())
+
+    def trim(self, keep: int, seconds: float, cap: int) -> None:
+        """Drop the oldest beyond ``keep`` that are older than ``seconds``, and any beyond ``cap``."""
+        events, start = self.events, self.start
+        count = len(events) - start
+        if count <= keep:
+            return
+        now = time.monotonic()
+        while count > keep and (count > cap or now - self.times[start] > seconds):
+            event = events[start]
+            assert event is not None
+            self.dropped = event.rv
+            events[start] = None
+            start += 1
+            count -= 1
+        if start > 1024 and start * 2 > len(events):
+            del events[:start]
+            del self.times[:start]
+            start = 0
+        self.start = start
+
+    def after(self, cursor: int, limit: int | None = None) -> builtins.list[Event]:
+        """The changes newer than resourceVersion ``cursor``, at most ``limit``."""
+        i = bisect.bisect_right(self.events, cursor, lo=self.start, key=_event_rv)
+        out = self.events[i:] if limit is None else self.events[i : i + limit]
+        return out  # type: ignore[return-value]  # none is None past start
+
+
+def _event_rv(event: Event | None) -> int:
+    return event.rv if event is not None else 0
 
 
 class ListPage:
@@ -2197,7 +2301,7 @@ class ListPage:
 
 
 def _list_key(info: ResourceInfo, stored: Stored) -> tuple[str, str]:
-    ns = str(stored.metadata.get("namespace") or "") if info.namespaced else ""
+    ns = stored.namespace if info.namespaced else ""
     return ns, stored.name
 
 
@@ -2380,12 +2484,16 @@ class Watch:
                     store._changed.wait(remaining)
                 if self._closed or store._closed:
                     return None
-                batch = store._events_after(self._cursor, 256)
+                batch = store._events_after(self.info.storage, self._cursor, 256)
+                # All of this resource's changes up to now are in the batch: the newer versions
+                # are other resources' (the watch waits for a change of the store's version).
+                caught_up = store._rv if len(batch) < 256 else 0
             for event in batch:
                 self._cursor = event.rv
                 out = self._filter(event)
                 if out is not None:
                     self._pending.append(out)
+            self._cursor = max(self._cursor, caught_up)
             self._pending.reverse()
 
     def _filter(self, event: Event) -> Event | None:
@@ -2395,9 +2503,9 @@ class Watch:
             return None
         if self._ls is None and self._fs is None:
             return event
-        now = _matches(event.stored.obj, self._ls, self._fs)
+        now = _matches(event.stored.sel, self._ls, self._fs)
         before = (
-            event.old is not None and event.type == "MODIFIED" and _matches(event.old.obj, self._ls, self._fs)
+            event.old is not None and event.type == "MODIFIED" and _matches(event.old.sel, self._ls, self._fs)
         )
         if event.type != "MODIFIED":
             return event if now else None
@@ -2408,8 +2516,8 @@ class Watch:
         if before and event.old is not None:
             # The object left the selection: the watcher sees it deleted, at this event's version.
             old = event.old
-            obj = dict(old.obj)
-            obj["metadata"] = dict(old.metadata, resourceVersion=str(event.rv))
-            gone = Stored(obj, _encode(obj), old.pod, event.rv)
+            obj = old.obj
+            obj["metadata"]["resourceVersion"] = str(event.rv)
+            gone = Stored(obj, _encode(obj), old.is_pod, event.rv)
             return Event("DELETED", event.resource, event.namespace, gone, old, event.rv)
         return None
