@@ -237,6 +237,18 @@ def count_audit_log(path: Path, agent: str) -> tuple[Counter[str], Counter[str],
     return by_verb, by_resource, sorted(agents), errors
 
 
+def kubeconfig_driver(kubeconfig: str) -> DriverClient:
+    """The driver's client for a server out of this process, from the kubeconfig it wrote."""
+    return DriverClient.from_kubeconfig(
+        kubeconfig,
+        requests=RequestCounter(),
+        user_agent=DRIVER_AGENT,
+        pool_maxsize=32,
+        # A deletecollection of 10,000 pods answers only when every one is marked.
+        timeout=DRIVER_TIMEOUT,
+    )
+
+
 class RealApiServer:
     """A fresh kube-apiserver + etcd from ``tests/apiserver/start``, with an audit log of every request."""
 
@@ -287,14 +299,7 @@ class RealApiServer:
                     self.pids[name] = pid
 
     def driver(self) -> DriverClient:
-        return DriverClient.from_kubeconfig(
-            self.kubeconfig,
-            requests=RequestCounter(),
-            user_agent=DRIVER_AGENT,
-            pool_maxsize=32,
-            # A deletecollection of 10,000 pods answers only when every one is marked.
-            timeout=DRIVER_TIMEOUT,
-        )
+        return kubeconfig_driver(self.kubeconfig)
 
     def cpu(self) -> dict[str, float]:
         out = {}
@@ -391,13 +396,7 @@ class PodstatusServe:
             time.sleep(0.05)
 
     def driver(self) -> DriverClient:
-        return DriverClient.from_kubeconfig(
-            self.kubeconfig,
-            requests=RequestCounter(),
-            user_agent=DRIVER_AGENT,
-            pool_maxsize=32,
-            timeout=DRIVER_TIMEOUT,
-        )
+        return kubeconfig_driver(self.kubeconfig)
 
     def cpu(self) -> dict[str, float]:
         with contextlib.suppress(OSError):

@@ -310,7 +310,6 @@ class NodeAgent:
         )
         self._started = False
         self._first_list_done = False
-        self.last_housekeeping = 0.0
         self.lost = False
         self._no_status_api = False
         self._heartbeat_gap = False  # set by the lease tick, handled by housekeeping
@@ -395,7 +394,6 @@ class NodeAgent:
         self.recorder.start()
         self.manager.start()
         self._started = True
-        self.last_housekeeping = time.monotonic()
         self.recorder.event(
             ObjectRef.for_node(self.node_name), NORMAL, "Starting", "Starting podstatus node agent."
         )
@@ -585,16 +583,20 @@ class NodeAgent:
         """No tick of this agent runs after this returns (one running now gets ``timeout``)."""
         deadline = time.monotonic() + timeout
         with self._tick_lock:
-            for handle in (self._lease_handle, self._hk_handle):
-                if handle is not None:
-                    handle.cancel()
-            self._lease_handle = self._hk_handle = None
+            self._cancel_handles()
             me = threading.get_ident()
             while any(t != me for t in self._tick_threads):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 self._tick_lock.wait(remaining)
+
+    def _cancel_handles(self) -> None:
+        # Under self._tick_lock.
+        for handle in (self._lease_handle, self._hk_handle):
+            if handle is not None:
+                handle.cancel()
+        self._lease_handle = self._hk_handle = None
 
     def _tick_begin(self) -> bool:
         with self._tick_lock:
@@ -668,7 +670,6 @@ class NodeAgent:
             self._hk_running = True
             self._hk_handle = None
             self._hk_due = now
-        self.last_housekeeping = now
         next_retry = math.inf
         try:
             if self._heartbeat_gap:
@@ -709,9 +710,7 @@ class NodeAgent:
         _log(logging.ERROR, "another agent took this node over; stopping", node=self.node_name)
         self._stop.set()
         with self._tick_lock:
-            for handle in (self._lease_handle, self._hk_handle):
-                if handle is not None:
-                    handle.cancel()
+            self._cancel_handles()
         if self._watcher is not None:
             self._watcher.stop()
         self.manager.stop(timeout=1)

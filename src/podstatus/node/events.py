@@ -359,18 +359,20 @@ class EventRecorder:
 
     def event(self, ref: ObjectRef, type: str, reason: str, message: str) -> None:
         """Queue an Event about ``ref``. Drops (and counts) when the queue is full or its type is filtered."""
-        if self.events != "all" and type not in self._written_types:
+        filtered = self.events != "all" and type not in self._written_types
+        log.log(
+            logging.INFO if type == WARNING and not filtered else logging.DEBUG,
+            "event%s object=%s/%s/%s type=%s reason=%s message=%s",
+            f" not written (events={self.events})" if filtered else "",
+            ref.kind,
+            ref.namespace,
+            ref.name,
+            type,
+            reason,
+            message,
+        )
+        if filtered:
             self.stats.filtered += 1
-            log.debug(
-                "event not written (events=%s) object=%s/%s/%s type=%s reason=%s message=%s",
-                self.events,
-                ref.kind,
-                ref.namespace,
-                ref.name,
-                type,
-                reason,
-                message,
-            )
             return
         now = self.clock()
         stamp = _timestamp(now)
@@ -395,16 +397,6 @@ class EventRecorder:
             "reportingComponent": self.component,
             "reportingInstance": self.host,
         }
-        log.log(
-            logging.INFO if type == WARNING else logging.DEBUG,
-            "event object=%s/%s/%s type=%s reason=%s message=%s",
-            ref.kind,
-            ref.namespace,
-            ref.name,
-            type,
-            reason,
-            message,
-        )
         with self._idle:
             if self._busy >= self.queue_size:
                 self.stats.dropped_queue += 1
