@@ -56,6 +56,7 @@ from .statusutil import (
     validate_status,
     with_container_status,
 )
+from .syncpool import SyncPool
 from .types import ContainerID, ContainerStatus, Pod, PodStatus
 
 __all__ = ["Manager", "ManagerOptions", "SyncRecord", "new_manager"]
@@ -118,6 +119,9 @@ class ManagerOptions:
     on_sync: Callable[[SyncRecord], None] | None = None
     # "Now" for timestamps the manager sets; tests pin it.
     clock: Callable[[], datetime] = now_seconds
+    # Run passes and syncs on this shared pool instead of threads of the manager's own
+    # (many managers in one process); ``workers`` then caps this manager's pods in flight.
+    sync_pool: SyncPool | None = None
 
     @classmethod
     def build(cls, *, fast_path: bool = False, **options: Any) -> ManagerOptions:
@@ -222,6 +226,13 @@ class Manager:
         self._in_flight: set[str] = set()
         self._queue_cond = threading.Condition(self._lock)
         self._seq = itertools.count()
+        # Shared pool mode (options.sync_pool): no threads of our own.
+        self._sync_pool = options.sync_pool
+        self._attached = False
+        self._pool_generation = 0
+        self._pass_wanted = False
+        self._full_due = False
+        self._backoff_wake_at = float("inf")
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -233,6 +244,21 @@ class Manager:
         """Start the background sync loop; returns at once."""
         if self._client is None:
             log.info("Kubernetes client is nil, not starting status manager: statuses are kept locally only")
+            return
+        if self._sync_pool is not None:
+            with self._lock:
+                if self._attached:
+                    return
+                self._stopping = threading.Event()
+                self._attached = True
+                self._pool_generation += 1
+                self._pass_wanted = True  # statuses set before start are owed
+                self._full_due = False
+                self._backoff_wake_at = float("inf")
+                generation = self._pool_generation
+            log.debug("Starting to sync pod status on a shared pool workers=%d", self._opts.workers)
+            self._sync_pool.attach(self, generation, self._opts.sync_period)
+            self._sync_pool.wake(self)
             return
         with self._lock:
             if self._thread is not None:
@@ -271,6 +297,9 @@ class Manager:
         self._wake.set()
         with self._queue_cond:
             self._queue_cond.notify_all()
+        if self._attached:
+            self._stop_pooled(timeout)
+            return
         threads = [t for t in (self._thread, *self._workers) if t is not None]
         deadline = time.monotonic() + (5.0 if timeout is None else timeout)
         for t in threads:
@@ -283,6 +312,21 @@ class Manager:
         with self._lock:
             self._thread = None
             self._workers = []
+            self._dirty.update(dict.fromkeys(self._queued))  # never synced: still owed
+            self._queue.clear()
+            self._queued.clear()
+
+    def _stop_pooled(self, timeout: float | None) -> None:
+        deadline = time.monotonic() + (5.0 if timeout is None else timeout)
+        with self._queue_cond:
+            self._attached = False
+            self._pool_generation += 1  # its pending timer entries are void
+            while self._in_flight and time.monotonic() < deadline:
+                self._queue_cond.wait(max(0.001, min(0.05, deadline - time.monotonic())))
+            if self._in_flight:
+                log.warning(
+                    "Status manager stopped while requests were in flight pods=%d", len(self._in_flight)
+                )
             self._dirty.update(dict.fromkeys(self._queued))  # never synced: still owed
             self._queue.clear()
             self._queued.clear()
@@ -515,6 +559,13 @@ class Manager:
 
     def _notify(self, uid: str) -> None:
         self._dirty[uid] = None
+        if self._attached:
+            if not self._pass_wanted:
+                self._pass_wanted = True
+                pool = self._sync_pool
+                assert pool is not None
+                pool.wake(self)
+            return
         # Never blocks; one pending wake-up is enough.
         if not self._wake.is_set():
             self._wake.set()
@@ -568,7 +619,8 @@ class Manager:
         if self._client is None:
             return 0
         chosen = self._choose(all)
-        if self._opts.workers == 1 or not self._workers:
+        queued = self._attached or bool(self._workers)
+        if not queued:
             for i, (uid, status_uid, reconcile) in enumerate(chosen):
                 if self._stopping.is_set() and not wait:
                     with self._lock:  # not synced after all: still owed
@@ -578,7 +630,7 @@ class Manager:
             return len(chosen)
         pending: list[str] = []
         with self._queue_cond:
-            if self._stopping.is_set() or not self._workers:
+            if self._stopping.is_set() or not (self._workers or self._attached):
                 # Stopped while choosing: nobody would take these from the queue. Still owed.
                 self._dirty.update(dict.fromkeys(u for u, _, _ in chosen))
                 return len(chosen)
@@ -598,6 +650,10 @@ class Manager:
                 self._queued.add(uid)
                 pending.append(uid)
             self._queue_cond.notify_all()
+            if self._attached and pending:
+                pool = self._sync_pool
+                assert pool is not None
+                pool.wake(self)
             if wait:
                 while not self._stopping.is_set() and any(
                     u in self._queued or u in self._in_flight for u in pending
@@ -612,25 +668,87 @@ class Manager:
                     self._queue_cond.wait()
                 if stopping.is_set():
                     return
-                _, _, uid = heapq.heappop(self._queue)
-                self._queued.discard(uid)
-                self._in_flight.add(uid)
-                state = self._sync_state.setdefault(uid, _PodSyncState())
-                status_uid = state.status_uid or uid
-                reconcile, state.reconcile, state.again = state.reconcile, False, False
+                uid, state, status_uid, reconcile = self._take_queued()
             try:
                 self._sync_guarded(uid, status_uid, reconcile)
             finally:
-                with self._queue_cond:
-                    self._in_flight.discard(uid)
-                    entry = self._statuses.get(uid)
-                    again, state.again = state.again, False
-                    newer = entry is not None and self._api_versions.get(status_uid, 0) < entry.version
-                    if newer:
-                        self._dirty[uid] = None
-                    self._queue_cond.notify_all()
-                if again or newer:
+                if self._finish_queued(uid, state, status_uid):
                     self._wake.set()
+
+    def _take_queued(self) -> tuple[str, _PodSyncState, str, bool]:
+        """Pop the next queued pod and mark it in flight (the caller holds the lock)."""
+        _, _, uid = heapq.heappop(self._queue)
+        self._queued.discard(uid)
+        self._in_flight.add(uid)
+        state = self._sync_state.setdefault(uid, _PodSyncState())
+        status_uid = state.status_uid or uid
+        reconcile, state.reconcile, state.again = state.reconcile, False, False
+        return uid, state, status_uid, reconcile
+
+    def _finish_queued(self, uid: str, state: _PodSyncState, status_uid: str) -> bool:
+        """A queued pod's sync is over; True when another pass must look at it."""
+        with self._queue_cond:
+            self._in_flight.discard(uid)
+            entry = self._statuses.get(uid)
+            again, state.again = state.again, False
+            newer = entry is not None and self._api_versions.get(status_uid, 0) < entry.version
+            if newer:
+                self._dirty[uid] = None
+            self._queue_cond.notify_all()
+        return again or newer
+
+    # -- shared pool mode (options.sync_pool) ----------------------------------------------
+
+    def _pool_timer_fired(self, generation: int, *, full: bool) -> bool:
+        """A timer entry of the pool is due (called under the pool's lock); True to take a step."""
+        if generation != self._pool_generation or not self._attached:
+            return False
+        if full:
+            self._full_due = True
+        else:
+            self._backoff_wake_at = float("inf")
+            self._pass_wanted = True
+        return True
+
+    def _pool_step(self) -> None:
+        """One step on a pool worker: the pass that is wanted, then the sync of one queued pod."""
+        pool = self._sync_pool
+        stopping = self._stopping
+        if pool is None or not self._attached or stopping.is_set():
+            return
+        generation = self._pool_generation
+        if self._pass_wanted or self._full_due:
+            full, self._full_due = self._full_due, False
+            self._pass_wanted = False  # before choosing: a change made meanwhile wakes us again
+            if full:
+                pool.call_at(time.monotonic() + self._opts.sync_period, self, generation, full=True)
+            try:
+                self._run_pass(all=full, wait=False)
+            except Exception:
+                log.exception("Status sync pass failed; the loop goes on")
+            if self._opts.backoff:
+                wait = self._next_backoff_wait()
+                if wait < 3600.0:
+                    when = time.monotonic() + wait
+                    if when < self._backoff_wake_at:
+                        self._backoff_wake_at = when
+                        pool.call_at(when, self, generation, full=False)
+        with self._queue_cond:
+            if not self._queue or len(self._in_flight) >= self._opts.workers or stopping.is_set():
+                return
+            uid, state, status_uid, reconcile = self._take_queued()
+            more = bool(self._queue) and len(self._in_flight) < self._opts.workers
+        if more:
+            pool.wake(self)  # another worker may take the next pod of this manager meanwhile
+        try:
+            self._sync_guarded(uid, status_uid, reconcile)
+        finally:
+            again = self._finish_queued(uid, state, status_uid)
+            # The manager as it is now: stopped and started again meanwhile, it is the new run's work.
+            if (again or self._queue) and self._attached and not self._stopping.is_set():
+                if again:
+                    self._pass_wanted = True
+                pool.wake(self)
 
     def _choose(self, all: bool) -> list[tuple[str, str, bool]]:
         """SPEC 4.4 steps 1-3: which pods to sync, as (pod uid, status uid, reconcile)."""

@@ -290,6 +290,9 @@ class NodeAgent:
 
         self.pods = BasicPodManager()
         options = dict(manager_options if manager_options is not None else {"fast_path": True})
+        if not self._own_runtime:
+            # Agents sharing a runtime share its sync workers too: no threads per node.
+            options.setdefault("sync_pool", self.runtime.sync)
         if on_sync is not None:
             options["on_sync"] = on_sync
         self.manager: Manager = new_manager(client, self.pods, _Safety(self), **options)

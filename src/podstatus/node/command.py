@@ -209,9 +209,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"cannot load the cluster's configuration: {err}") from err
     options: dict[str, Any] = {} if args.kubelet_mode else {"fast_path": True}
     if args.nodes > 1 and not args.kubelet_mode:
-        # Many nodes in one process: one sync worker each is plenty, and keeps the thread count sane.
-        options["workers"] = 1
-    runtime = NodeRuntime(heartbeat_workers=heartbeat_workers)
+        # Many nodes in one process: their managers share the runtime's sync workers (as many
+        # as the client has connections); at most 4 pods of one node in flight at a time.
+        options["workers"] = 4
+    runtime = NodeRuntime(heartbeat_workers=heartbeat_workers, sync_workers=32 if args.nodes > 1 else 16)
     agents = [
         NodeAgent(
             client,

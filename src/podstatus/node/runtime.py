@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..syncpool import SyncPool
 from .calls import ProviderCaller, SerialTasks
 
 __all__ = ["HEARTBEAT", "HOUSEKEEPING", "NodeRuntime", "Timer", "TimerHandle", "shared_timer"]
@@ -171,6 +172,7 @@ class NodeRuntime:
     at once stall the other nodes' calls until they time out).
     ``heartbeat_workers``: Lease renewals only. ``housekeeping_workers``: node
     status posts, polls, retries. ``event_workers``: Event writes, in order per node.
+    ``sync_workers``: the status managers' pod syncs (size it to the client's connection pool).
     """
 
     def __init__(
@@ -182,6 +184,7 @@ class NodeRuntime:
         heartbeat_workers: int = 4,
         housekeeping_workers: int = 8,
         event_workers: int = 8,
+        sync_workers: int = 32,
         name: str = "podstatus-node",
     ) -> None:
         self.timer = Timer(
@@ -190,6 +193,7 @@ class NodeRuntime:
         self.tasks = SerialTasks(workers=task_workers, name=f"{name}-pods")
         self.calls = ProviderCaller(provider_timeout, workers=provider_workers, name=f"{name}-provider")
         self.events = SerialTasks(workers=event_workers, name=f"{name}-events")
+        self.sync = SyncPool(sync_workers, name=f"{name}-sync")
         self._closed = False
 
     @property
@@ -201,6 +205,7 @@ class NodeRuntime:
             return
         self._closed = True
         self.timer.close()
+        self.sync.close()
         self.tasks.close()
         self.events.close()
         self.calls.close()

@@ -1,0 +1,151 @@
+"""One pool of sync workers for many status managers (a process hosting many nodes).
+
+A status manager on its own runs a loop thread and ``workers`` sync threads.
+A process with 1,000 virtual nodes would then run thousands of threads that
+mostly sleep, and a burst (every node's pods deleted at once) wakes all of
+them together: hundreds of runnable threads fighting for one GIL, each
+holding a connection. Managers built with ``sync_pool=`` run no threads of
+their own: their passes and pod syncs are steps taken by this pool's
+workers, in turn, so the work in flight is bounded by the pool (sized to the
+client's connection pool) whatever the number of nodes.
+
+What a manager promises does not change: one pod is never synced by two
+workers at once, every sync sends the newest cached status, at most
+``workers`` pods of one manager are in flight, a full resync every
+``sync_period`` (each manager at its own phase, so 1,000 resyncs do not fall
+in the same instant) and back-off waits are kept.
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import itertools
+import logging
+import threading
+import time
+import zlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .manager import Manager
+
+__all__ = ["SyncPool"]
+
+log = logging.getLogger(__name__)
+
+_FULL = 0
+_PASS = 1
+
+
+class SyncPool:
+    """Worker threads shared by the status managers attached to it (``new_manager(..., sync_pool=pool)``)."""
+
+    def __init__(self, workers: int = 32, *, name: str = "podstatus-sync") -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.workers = workers
+        self._name = name
+        self._cond = threading.Condition()
+        self._ready: collections.deque[Manager] = collections.deque()
+        self._in_ready: set[int] = set()
+        # (when, seq, manager, generation, kind): full resyncs and back-off wake-ups.
+        self._timers: list[tuple[float, int, Manager, int, int]] = []
+        self._seq = itertools.count()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+        self.steps = 0  # steps taken (a pass, a pod sync, or both): for tests and metrics
+
+    # -- what managers call ------------------------------------------------------------------
+
+    def attach(self, manager: Manager, generation: int, period: float) -> None:
+        """Start serving ``manager``: its first full resync at its own phase within ``period``."""
+        phase = (zlib.crc32(str(id(manager)).encode()) % 1000) / 1000.0
+        self._start_threads()
+        self.call_at(time.monotonic() + period * (0.5 + 0.5 * phase), manager, generation, full=True)
+
+    def wake(self, manager: Manager) -> None:
+        """``manager`` has work (a pass wanted, or pods queued): a worker will take a step of it."""
+        key = id(manager)
+        with self._cond:
+            if key in self._in_ready or self._closed:
+                return
+            self._in_ready.add(key)
+            self._ready.append(manager)
+            self._cond.notify()
+
+    def call_at(self, when: float, manager: Manager, generation: int, *, full: bool) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            heapq.heappush(
+                self._timers, (when, next(self._seq), manager, generation, _FULL if full else _PASS)
+            )
+            if self._timers[0][2] is manager:
+                self._cond.notify()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def alive(self) -> bool:
+        return not self._closed
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._ready.clear()
+            self._in_ready.clear()
+            self._timers.clear()
+            self._cond.notify_all()
+            threads, self._threads = self._threads, []
+        deadline = time.monotonic() + 5.0
+        for t in threads:
+            if t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.monotonic()))
+
+    def _start_threads(self) -> None:
+        with self._cond:
+            if self._threads or self._closed:
+                return
+            self._threads = [
+                threading.Thread(target=self._run, name=f"{self._name}-{i}", daemon=True)
+                for i in range(self.workers)
+            ]
+            threads = list(self._threads)
+        for t in threads:
+            t.start()
+
+    # -- the workers ------------------------------------------------------------------------------
+
+    def _next(self) -> Manager | None:
+        """The next manager to take a step of; fires due timers. None when the pool is closed."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    return None
+                now = time.monotonic()
+                timers = self._timers
+                while timers and timers[0][0] <= now:
+                    _, _, manager, generation, kind = heapq.heappop(timers)
+                    if manager._pool_timer_fired(generation, full=kind == _FULL):
+                        key = id(manager)
+                        if key not in self._in_ready:
+                            self._in_ready.add(key)
+                            self._ready.append(manager)
+                if self._ready:
+                    manager = self._ready.popleft()
+                    self._in_ready.discard(id(manager))
+                    if self._ready:
+                        self._cond.notify()  # more work: another waiting worker may take it
+                    return manager
+                self._cond.wait(min(60.0, timers[0][0] - now) if timers else 60.0)
+
+    def _run(self) -> None:
+        while True:
+            manager = self._next()
+            if manager is None:
+                return
+            self.steps += 1
+            try:
+                manager._pool_step()
+            except Exception:
+                log.exception("Status sync step failed; the pool goes on")
