@@ -122,6 +122,11 @@ class ManagerOptions:
     # Run passes and syncs on this shared pool instead of threads of the manager's own
     # (many managers in one process); ``workers`` then caps this manager's pods in flight.
     sync_pool: SyncPool | None = None
+    # Background passes leave a pod's change alone for this many seconds (from its oldest change
+    # not yet on the server), so changes that follow one another closely (a pod created, its
+    # sandbox up and its containers started within milliseconds) go out in one write.
+    # ``sync_batch`` does not wait. 0: write at once.
+    coalesce: float = 0.0
 
     @classmethod
     def build(cls, *, fast_path: bool = False, **options: Any) -> ManagerOptions:
@@ -138,6 +143,8 @@ class ManagerOptions:
             raise ValueError("workers must be at least 1")
         if opts.sync_period <= 0:
             raise ValueError("sync_period must be positive")
+        if not 0 <= opts.coalesce < opts.sync_period:
+            raise ValueError("coalesce must be at least 0 and shorter than sync_period")
         return opts
 
 
@@ -232,7 +239,9 @@ class Manager:
         self._pool_generation = 0
         self._pass_wanted = False
         self._full_due = False
-        self._backoff_wake_at = float("inf")
+        self._pool_wake_at = float("inf")
+        # The earliest time a change held back by the coalesce option is due (inf: none held).
+        self._hold_due = float("inf")
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -254,7 +263,7 @@ class Manager:
                 self._pool_generation += 1
                 self._pass_wanted = True  # statuses set before start are owed
                 self._full_due = False
-                self._backoff_wake_at = float("inf")
+                self._pool_wake_at = float("inf")
                 generation = self._pool_generation
             log.debug("Starting to sync pod status on a shared pool workers=%d", self._opts.workers)
             self._sync_pool.attach(self, generation, self._opts.sync_period)
@@ -579,6 +588,8 @@ class Manager:
             timeout = max(0.0, next_full - time.monotonic())
             if self._opts.backoff:
                 timeout = min(timeout, self._next_backoff_wait())
+            if self._hold_due != float("inf"):
+                timeout = min(timeout, max(0.0, self._hold_due - time.monotonic()))
             self._wake.wait(timeout)
             if stopping.is_set():
                 return
@@ -618,7 +629,7 @@ class Manager:
     def _run_pass(self, *, all: bool, wait: bool) -> int:
         if self._client is None:
             return 0
-        chosen = self._choose(all)
+        chosen = self._choose(all, hold=not wait)
         queued = self._attached or bool(self._workers)
         if not queued:
             for i, (uid, status_uid, reconcile) in enumerate(chosen):
@@ -706,7 +717,7 @@ class Manager:
         if full:
             self._full_due = True
         else:
-            self._backoff_wake_at = float("inf")
+            self._pool_wake_at = float("inf")
             self._pass_wanted = True
         return True
 
@@ -726,13 +737,14 @@ class Manager:
                 self._run_pass(all=full, wait=False)
             except Exception:
                 log.exception("Status sync pass failed; the loop goes on")
-            if self._opts.backoff:
-                wait = self._next_backoff_wait()
-                if wait < 3600.0:
-                    when = time.monotonic() + wait
-                    if when < self._backoff_wake_at:
-                        self._backoff_wake_at = when
-                        pool.call_at(when, self, generation, full=False)
+            wait = self._next_backoff_wait() if self._opts.backoff else 3600.0
+            if self._hold_due != float("inf"):
+                wait = min(wait, max(0.0, self._hold_due - time.monotonic()))
+            if wait < 3600.0:
+                when = time.monotonic() + wait
+                if when < self._pool_wake_at:
+                    self._pool_wake_at = when
+                    pool.call_at(when, self, generation, full=False)
         with self._queue_cond:
             if not self._queue or len(self._in_flight) >= self._opts.workers or stopping.is_set():
                 return
@@ -750,11 +762,13 @@ class Manager:
                     self._pass_wanted = True
                 pool.wake(self)
 
-    def _choose(self, all: bool) -> list[tuple[str, str, bool]]:
+    def _choose(self, all: bool, *, hold: bool = False) -> list[tuple[str, str, bool]]:
         """SPEC 4.4 steps 1-3: which pods to sync, as (pod uid, status uid, reconcile)."""
         pod_to_mirror, mirror_to_pod = self._pods.get_uid_translations()
         chosen: list[tuple[str, str, bool]] = []
         now = time.monotonic()
+        window = self._opts.coalesce if hold and not all else 0.0
+        hold_due = float("inf")
         with self._lock:
             if all:
                 for uid in [
@@ -790,6 +804,10 @@ class Manager:
                 if not all:
                     if self._api_versions.get(status_uid, 0) >= entry.version:
                         continue
+                    if window and entry.changed_at is not None and now - entry.changed_at < window:
+                        self._dirty[uid] = None  # held: a later pass sends it with what follows
+                        hold_due = min(hold_due, entry.changed_at + window)
+                        continue
                     chosen.append((uid, status_uid, False))
                     continue
                 if self._needs_update(status_uid, entry):
@@ -799,6 +817,8 @@ class Manager:
                     chosen.append((uid, status_uid, True))
             if self._opts.prioritize:
                 chosen.sort(key=lambda c: 0 if self._statuses[c[0]].urgent else 1)
+            if not all:
+                self._hold_due = hold_due
         return chosen
 
     def _needs_update(self, status_uid: str, entry: _Entry) -> bool:

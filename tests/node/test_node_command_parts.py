@@ -145,3 +145,22 @@ def test_events_flag_refuses_other_values(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["node", "--events", "normal"])
     assert "--events: invalid choice" in capsys.readouterr().err
+
+
+def test_many_nodes_share_one_sync_pool_and_coalesce(monkeypatch: pytest.MonkeyPatch) -> None:
+    agents = _agents_built_by(["node", "--nodes", "3", "--coalesce", "0.25"], monkeypatch)
+    pools = {id(a.manager.options.sync_pool) for a in agents}
+    assert len(pools) == 1 and agents[0].manager.options.sync_pool is not None
+    assert agents[0].manager.options.sync_pool is agents[0].runtime.sync
+    assert {a.manager.options.coalesce for a in agents} == {0.25}
+    assert {a.manager.options.workers for a in agents} == {4}
+
+
+def test_kubelet_mode_neither_coalesces_nor_runs_more_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    agents = _agents_built_by(["node", "--nodes", "2", "--kubelet-mode"], monkeypatch)
+    assert {(a.manager.options.coalesce, a.manager.options.workers) for a in agents} == {(0.0, 1)}
+
+
+def test_coalesce_out_of_range_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["node", "--kubeconfig", "/nonexistent", "--coalesce", "-1"]) == 2
+    assert "--coalesce" in capsys.readouterr().err

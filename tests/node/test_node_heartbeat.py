@@ -137,38 +137,39 @@ def _holder(fake: FakeNodeClient) -> str:
     return str(lease["metadata"]["annotations"][AGENT_ANNOTATION])
 
 
-def test_absent_lease_is_created_without_a_second_get() -> None:
+def test_absent_lease_is_created_by_the_check_in_one_request() -> None:
     fake = FakeNodeClient()
     keeper = LeaseKeeper(fake, "vn-1", "me", clock=Clock())
     keeper.check(take_over=False)
-    assert keeper.renew()
-    assert _lease_calls(fake) == ["get", "create"]
-    assert keeper.renewals == 1 and not keeper.recreated
-    assert keeper.renew()  # and from then on, one update per renewal
-    assert _lease_calls(fake) == ["get", "create", "update"]
-
-
-def test_lease_created_between_check_and_renew_is_read_then_updated() -> None:
-    fake = FakeNodeClient()
-    clock = Clock()
-    keeper = LeaseKeeper(fake, "vn-1", "me", clock=clock)
-    keeper.check(take_over=False)
-    # Someone (ours from before, released) creates it meanwhile: the create gets AlreadyExists.
-    EmbeddedClient(fake.store).create_lease(LEASE_NAMESPACE, _lease("", clock()))
-    assert keeper.renew()
-    assert _lease_calls(fake) == ["get", "create", "get", "update"]
+    assert _lease_calls(fake) == ["create"]  # no GET that would answer 404
+    assert keeper.created_at_check and keeper.renewals == 1 and not keeper.recreated
     assert _holder(fake) == "me"
+    assert keeper.renew()  # and from then on, one update per renewal
+    assert _lease_calls(fake) == ["create", "update"]
+
+
+def test_a_second_check_of_a_held_lease_reads_it() -> None:
+    fake = FakeNodeClient()
+    keeper = LeaseKeeper(fake, "vn-1", "me", clock=Clock())
+    keeper.check(take_over=False)
+    keeper.check(take_over=False)  # a restart of the same agent: it has the Lease already
+    assert _lease_calls(fake) == ["create", "get"]
+    assert not keeper.created_at_check
 
 
 def test_lease_taken_between_check_and_renew_is_not_overwritten() -> None:
     fake = FakeNodeClient()
     clock = Clock()
+    store = EmbeddedClient(fake.store)
+    store.create_lease(LEASE_NAMESPACE, _lease("", clock()))  # released by a clean stop
     keeper = LeaseKeeper(fake, "vn-1", "me", clock=clock)
     keeper.check(take_over=False)
-    EmbeddedClient(fake.store).create_lease(LEASE_NAMESPACE, _lease("other", clock()))
+    lease = store.get_lease(LEASE_NAMESPACE, "vn-1")
+    lease["metadata"]["annotations"][AGENT_ANNOTATION] = "other"
+    store.update_lease(LEASE_NAMESPACE, "vn-1", lease)  # another agent takes it meanwhile
     assert not keeper.renew()
     assert keeper.lost
-    assert _lease_calls(fake) == ["get", "create", "get"]
+    assert _lease_calls(fake) == ["create", "get", "update", "get"]
     assert _holder(fake) == "other"
 
 
@@ -182,7 +183,7 @@ def test_present_lease_seen_by_check_is_the_base_of_the_first_update(case: str) 
     keeper = LeaseKeeper(fake, "vn-1", "me", clock=clock)
     keeper.check(take_over=case == "take-over")
     assert keeper.renew()
-    assert _lease_calls(fake) == ["get", "update"]
+    assert _lease_calls(fake) == ["create", "get", "update"]  # AlreadyExists, then read
     assert _holder(fake) == "me"
     assert not keeper.lost
 
@@ -198,7 +199,7 @@ def test_a_stale_checked_lease_conflicts_then_reads() -> None:
     lease["metadata"].setdefault("labels", {})["touched"] = "yes"
     store.update_lease(LEASE_NAMESPACE, "vn-1", lease)  # the checked copy is now stale
     assert keeper.renew()
-    assert _lease_calls(fake) == ["get", "update", "get", "update"]
+    assert _lease_calls(fake) == ["create", "get", "update", "get", "update"]
     assert _holder(fake) == "me"
 
 
@@ -209,4 +210,4 @@ def test_check_still_refuses_a_live_foreign_holder() -> None:
     keeper = LeaseKeeper(fake, "vn-1", "me", clock=clock)
     with pytest.raises(LeaseHeldError):
         keeper.check(take_over=False)
-    assert _lease_calls(fake) == ["get"]
+    assert _lease_calls(fake) == ["create", "get"]

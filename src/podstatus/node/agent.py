@@ -373,7 +373,8 @@ class NodeAgent:
         self._description = self._describe()
         self.register_node()
         self.lease.node_uid = self._node_uid
-        self.lease.renew()
+        if not self.lease.created_at_check:
+            self.lease.renew()
         self._post_node_status(force=True)
         notify = getattr(self.provider, "notify_pods", None)
         if notify is not None:
@@ -403,9 +404,11 @@ class NodeAgent:
         now = time.monotonic()
         self._last_renewed = now
         # The first renewal and status check at this node's phase of the interval, then every
-        # interval: a thousand nodes started together renew spread over the interval.
+        # interval: a thousand nodes started together renew spread over the interval. The Lease
+        # was just written: its first renewal is one to one and a half intervals away, well
+        # inside its duration (four intervals).
         self._lease_handle = self.runtime.timer.call_at(
-            now + self.lease_renew_interval * (0.5 + self._phase / 2), self._lease_tick, lane=HEARTBEAT
+            now + self.lease_renew_interval * (1 + self._phase / 2), self._lease_tick, lane=HEARTBEAT
         )
         self._next_status = now + self.node_status_update_frequency * (0.5 + self._phase / 2)
         self._next_poll = now + self.status_poll_interval

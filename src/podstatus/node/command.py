@@ -76,6 +76,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--bind-address", default="0.0.0.0", help="address of the metrics and health endpoints")
     p.add_argument("--kubelet-mode", action="store_true", help="sync exactly as the kubelet (no fast path)")
     p.add_argument(
+        "--coalesce",
+        type=float,
+        default=0.1,
+        metavar="SECONDS",
+        help="hold a pod's status change this long so the changes that follow go out in the same "
+        "write (default 0.1; 0 writes at once; ignored with --kubelet-mode)",
+    )
+    p.add_argument(
         "--events",
         choices=tuple(EVENT_FILTERS),
         default="all",
@@ -185,6 +193,8 @@ def run(args: argparse.Namespace) -> int:
             root.setLevel(logging.INFO)
     if args.nodes < 1:
         raise ValueError("--nodes must be at least 1")
+    if not 0 <= args.coalesce < 10:
+        raise ValueError("--coalesce must be at least 0 and under 10 seconds")
     from prometheus_client import generate_latest
 
     from ..clients.base import RequestCounter
@@ -212,6 +222,8 @@ def run(args: argparse.Namespace) -> int:
         # Many nodes in one process: their managers share the runtime's sync workers (as many
         # as the client has connections); at most 4 pods of one node in flight at a time.
         options["workers"] = 4
+    if not args.kubelet_mode:
+        options["coalesce"] = args.coalesce
     runtime = NodeRuntime(heartbeat_workers=heartbeat_workers, sync_workers=32 if args.nodes > 1 else 16)
     agents = [
         NodeAgent(

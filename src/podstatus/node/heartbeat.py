@@ -156,6 +156,8 @@ class LeaseKeeper:
         # What check() read, for the first renewal (no second GET): the Lease, or absent.
         self._checked: dict[str, Any] | None = None
         self._checked_absent = False
+        # check() created the Lease (it was absent): the first renewal can wait its turn.
+        self.created_at_check = False
 
     def other_holder(self) -> LeaseInfo | None:
         """The live Lease of another agent (or another kubelet) for this node, if there is one."""
@@ -181,6 +183,22 @@ class LeaseKeeper:
         directly, a present one updated from this copy (a stale copy gets a 409, then a GET).
         """
         self._checked, self._checked_absent = None, False
+        self.created_at_check = False
+        if self._lease is None:
+            # Create first: on a fresh node that is the one request (a GET would only answer 404).
+            # Created, nobody else held it. Without the Node's ownerReference as yet, as the
+            # kubelet's first Lease when its Node is not there: the next renewal adds it.
+            try:
+                self._lease = self.client.create_lease(LEASE_NAMESPACE, self._body(None))
+            except AttributeError:
+                self._unsupported()
+                return
+            except ApiError:
+                pass  # AlreadyExists (409), or not allowed to create: read it and check its holder
+            else:
+                self.renewals += 1
+                self.created_at_check = True
+                return
         try:
             lease = self.client.get_lease(LEASE_NAMESPACE, self.node_name)
         except NotFoundError:
