@@ -12,7 +12,14 @@ from rich.console import Console
 from podstatus import cli
 from podstatus.clients.fake import FakeNodeClient
 from podstatus.errors import ConnectionFailedError, InternalServerError, ServiceUnavailableError
-from podstatus.simulator import Invariant, InvariantChecker, Simulation, SimulationResult, Timings
+from podstatus.simulator import (
+    Invariant,
+    InvariantChecker,
+    NodeHeartbeat,
+    Simulation,
+    SimulationResult,
+    Timings,
+)
 from podstatus.types import Pod
 from podstatus.workloads import MIX, builtin_mix, load_pod_files
 
@@ -175,6 +182,27 @@ def test_the_summary_title_names_the_node() -> None:
     # It used to print get+patch requests (12) where the node's name belongs.
     assert "podstatus simulate: node edge-7, fast path" in text
     assert "node 12" not in text
+
+
+def test_a_stale_or_missing_lease_fails_the_run_and_the_summary_lists_each_node() -> None:
+    live = NodeHeartbeat("vn-1", pods=4, renewals=3, lease_age=0.4)
+    unknown = NodeHeartbeat("vn-2", pods=4, renewals=1, lease_age=None, state="unknown")  # no Lease API
+    assert _result(heartbeats=[live, unknown]).ok
+    stale = NodeHeartbeat("vn-3", pods=4, renewals=1, lease_age=55.0, state="stale")
+    missing = NodeHeartbeat("vn-4", pods=4, renewals=0, lease_age=None, state="missing")
+    result = _result(heartbeats=[live, unknown, stale, missing])
+    assert result.invariants_ok and not result.ok
+    assert result.failures() == [
+        "node vn-3: Lease stale (renewed 55 s ago, duration 40 s)",
+        "node vn-4: no Lease on the server",
+    ]
+    console = Console(record=True, width=140)
+    console.print(cli.render_summary(result, ["vn-1", "vn-2", "vn-3", "vn-4"], "fast path", 140))
+    text = console.export_text()
+    assert "podstatus simulate: 4 nodes vn-1 .. vn-4 (one pod watch), fast path" in text
+    assert "Node heartbeats (4 nodes, 2 stale)" in text
+    assert re.search(r"│ vn-3\s*│\s*4\s*│\s*1\s*│\s*55.0 s\s*│ stale", text)
+    assert re.search(r"│ vn-1\s*│\s*4\s*│\s*3\s*│\s*0.4 s\s*│ live", text)
 
 
 def test_lost_and_never_created_pods_fail_the_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -82,7 +82,15 @@ def build_parser() -> argparse.ArgumentParser:
         "stays until deleted with grace 0 (by default it goes when its grace period runs out)",
     )
 
-    sim = sub.add_parser("simulate", help="run a simulated node agent (the main job)")
+    sim = sub.add_parser(
+        "simulate",
+        help="run simulated node agents (the main job)",
+        description="Run simulated nodes (the Node, its Lease, pod status, Events) against the embedded "
+        "API server (or a cluster, --kubeconfig), play the users around them, check invariants on every "
+        "write and watch event, and print a summary. With --nodes N the nodes run as `podstatus node "
+        "--nodes N` runs them: one process, one shared runtime and sync pool, one pod watch; the pods are "
+        "spread over the nodes by spec.nodeName.",
+    )
     sim.add_argument(
         "--pods", type=_positive_int, default=None, help=f"pods of the built-in mix (default {DEFAULT_PODS})"
     )
@@ -91,7 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--kubeconfig", default=None, help="act as a virtual node of this cluster instead")
     sim.add_argument("--context", default=None, help="kubeconfig context")
-    sim.add_argument("--node", default="podstatus-node-1", help="node name")
+    sim.add_argument(
+        "--node",
+        default=None,
+        help="node name (default podstatus-node-1); with --nodes N: <node>-1 .. <node>-N "
+        "(default podstatus-node-1 .. podstatus-node-N)",
+    )
+    sim.add_argument(
+        "--nodes",
+        type=_positive_int,
+        default=1,
+        help="simulated nodes in this process, sharing one pod watch and one runtime (default 1)",
+    )
     sim.add_argument("--namespace", default="default")
     sim.add_argument("--duration", type=float, default=55.0, help="stop after this many seconds at most")
     sim.add_argument("--kubelet-mode", action="store_true", help="sync exactly as the kubelet (no fast path)")
@@ -233,10 +252,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .clients.base import RequestCounter
     from .metrics import Metrics
-    from .simulator import Simulation
+    from .simulator import Simulation, simulated_node_names
     from .workloads import builtin_mix, load_pod_files
 
     console = Console()
+    names = simulated_node_names(args.node, args.nodes)
+    # Many nodes' pod writes share one connection pool, sized to the shared sync pool.
+    pool_maxsize = 32 if len(names) > 1 else 16
     if args.filename:
         manifests = load_pod_files(args.filename, namespace=args.namespace)
         if args.pods:
@@ -255,7 +277,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.kubeconfig:
         from .clients.http import HttpKubeClient
 
-        client: Any = HttpKubeClient.from_kubeconfig(args.kubeconfig, context=args.context, requests=counter)
+        client: Any = HttpKubeClient.from_kubeconfig(
+            args.kubeconfig, context=args.context, requests=counter, pool_maxsize=pool_maxsize
+        )
         target = f"cluster from {args.kubeconfig}"
     else:
         from .server.security import private_dir
@@ -278,7 +302,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         else:
             from .clients.http import HttpKubeClient
 
-            client = HttpKubeClient(server.url, requests=counter)
+            client = HttpKubeClient(server.url, requests=counter, pool_maxsize=pool_maxsize)
             target = f"embedded API server at {server.url}"
         console.print(f"kubeconfig for kubectl: [bold]{kubeconfig}[/]")
 
@@ -287,13 +311,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         options["workers"] = args.workers
     mode = "kubelet mode" if args.kubelet_mode else f"fast path, {options.get('workers', 4)} workers"
     console.print(
-        f"Simulating node [bold]{args.node}[/] with {len(manifests)} pods against the {target} ({mode})"
+        f"Simulating {_nodes_label(names, '[bold]', '[/]')} with {len(manifests)} pods against the {target} ({mode})"
     )
 
     sim = Simulation(
         client,
         manifests,
-        node_name=args.node,
+        nodes=names,
         duration=args.duration,
         delete_fraction=args.delete_fraction,
         seed=args.seed,
@@ -320,14 +344,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.stop()
-    console.print(render_summary(result, args.node, mode, console.width))
+    console.print(render_summary(result, names, mode, console.width))
     if not result.invariants_ok:
         console.print("[bold red]An invariant was broken: see above.[/]")
     for failure in result.failures():
         console.print(f"[bold red]FAILED:[/] {failure}")
     if not result.ok:
         return 1
-    if result.node_registrations > 1 or result.create_retries:
+    if result.node_registrations > len(names) or result.create_retries:
         console.print(
             f"[yellow]Recovered:[/] {result.create_retries} create retries, "
             f"node registered {result.node_registrations} times; every pod accounted for."
@@ -352,7 +376,41 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.1f} ms"
 
 
-def render_summary(result: Any, node: str, mode: str, width: int = 120) -> Table:
+def _nodes_label(names: str | Sequence[str], bold: str = "", end: str = "") -> str:
+    """``node X`` for one node; ``3 nodes X-1 .. X-3 (one pod watch)`` for several."""
+    if isinstance(names, str):
+        names = [names]
+    if len(names) == 1:
+        return f"node {bold}{names[0]}{end}"
+    return f"{len(names)} nodes {bold}{names[0]} .. {names[-1]}{end} (one pod watch)"
+
+
+# A run of many nodes lists the stale ones, then the first others, up to this many rows.
+HEARTBEAT_ROWS = 10
+
+
+def _heartbeat_table(heartbeats: Sequence[Any]) -> Table:
+    stale = sum(1 for b in heartbeats if not b.ok)
+    table = Table(
+        title=f"Node heartbeats ({len(heartbeats)} node{'s' if len(heartbeats) != 1 else ''}, {stale} stale)",
+        header_style="bold",
+    )
+    table.add_column("node")
+    table.add_column("pods", justify="right")
+    table.add_column("lease renewals", justify="right")
+    table.add_column("lease age", justify="right")
+    table.add_column("lease")
+    shown = sorted(heartbeats, key=lambda b: b.ok)[:HEARTBEAT_ROWS]  # the stale ones first
+    for beat in sorted(shown, key=heartbeats.index):
+        age = "-" if beat.lease_age is None else f"{beat.lease_age:.1f} s"
+        style = "green" if beat.state == "live" else "yellow" if beat.ok else "bold red"
+        table.add_row(beat.node, str(beat.pods), str(beat.renewals), age, f"[{style}]{beat.state}[/]")
+    if len(heartbeats) > len(shown):
+        table.add_row(f"... {len(heartbeats) - len(shown)} more", "", "", "", "")
+    return table
+
+
+def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int = 120) -> Table:
     outer = Table.grid(padding=(0, 2))
     phases = Table(title="Pods by phase (on the server)", header_style="bold")
     phases.add_column("phase")
@@ -414,14 +472,17 @@ def render_summary(result: Any, node: str, mode: str, width: int = 120) -> Table
         for example in inv.examples:
             invariants.add_row(f"  [red]{example}[/]", "", "")
 
+    tables = [phases, requests, latency, invariants]
+    if result.heartbeats:
+        tables.append(_heartbeat_table(result.heartbeats))
     if width >= 110:
-        outer.add_row(phases, requests)
-        outer.add_row(latency, invariants)
+        for i in range(0, len(tables), 2):
+            outer.add_row(*tables[i : i + 2])
     else:
-        for table in (phases, requests, latency, invariants):
+        for table in tables:
             outer.add_row(table)
     wrapper = Table(
-        title=f"podstatus simulate: node {node}, {mode}, {result.elapsed:.1f} s"
+        title=f"podstatus simulate: {_nodes_label(node)}, {mode}, {result.elapsed:.1f} s"
         + ("" if result.settled else " (stopped at --duration before settling)"),
         show_header=False,
         box=None,

@@ -10,6 +10,13 @@ loops with back-off, termination on delete).
 sets readiness gates as an outside controller would, deletes some pods and
 recreates one under the same name, and waits until everything settles. It
 checks invariants on every write and on every watch event.
+
+With several nodes (``nodes=[...]``, ``podstatus simulate --nodes N``) the agents
+run as ``podstatus node --nodes N`` runs them: one shared
+:class:`~podstatus.node.runtime.NodeRuntime` (timer, pools, the status managers'
+sync pool), one pod watch for all of them (:class:`~podstatus.node.NodeGroup`),
+and the workload's pods spread over the nodes by ``spec.nodeName``. Every node's
+writes go through the same invariant checker.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -38,7 +45,8 @@ from .errors import (
     TooManyRequestsError,
 )
 from .manager import Manager, SyncRecord
-from .node.heartbeat import node_system_info
+from .node.command import node_names, shared_runtime
+from .node.heartbeat import LEASE_NAMESPACE, lease_info, node_system_info
 from .node.provider import NodeDescription
 from .node.simulated import SimContainer, SimPod, SimulatedProvider, Timings
 from .podmanager import BasicPodManager
@@ -50,12 +58,14 @@ __all__ = [
     "Invariant",
     "InvariantChecker",
     "NodeAgent",
+    "NodeHeartbeat",
     "SimContainer",
     "SimPod",
     "Simulation",
     "SimulationResult",
     "Timings",
     "node_system_info",
+    "simulated_node_names",
 ]
 
 log = logging.getLogger(__name__)
@@ -285,6 +295,34 @@ class CheckedClient:
 
 # --- the simulation ------------------------------------------------------------------
 
+DEFAULT_NODE = "podstatus-node-1"
+
+
+def simulated_node_names(base: str | None, count: int) -> list[str]:
+    """The nodes of a run: one is ``base`` as given (default ``podstatus-node-1``); N are
+    ``<base>-1`` .. ``<base>-N`` (default base ``podstatus-node``), as ``podstatus node`` names them."""
+    if count < 1:
+        raise ValueError(f"--nodes must be at least 1, got {count}")
+    if count == 1:
+        return [base or DEFAULT_NODE]
+    return node_names(base or "podstatus-node", count)
+
+
+@dataclass
+class NodeHeartbeat:
+    """One node's heartbeat at the end of the run (before the agents stop), as the API server has it."""
+
+    node: str
+    pods: int  # pods the run placed on this node (names: a pod re-created under its name counts once)
+    renewals: int  # the agent's Lease writes (the first one creates it)
+    lease_age: float | None  # seconds since the Lease's renewTime; None: not known (see ``state``)
+    lease_duration: int = 40
+    state: str = "live"  # live | stale | missing (no Lease on the server) | unknown (could not read it)
+
+    @property
+    def ok(self) -> bool:
+        return self.state in ("live", "unknown")
+
 
 @dataclass
 class SimulationResult:
@@ -307,6 +345,7 @@ class SimulationResult:
     node_registrations: int = 1  # 1: registered once; more: the Node vanished and was registered again
     node_checks: int = 0  # GETs of the Node made to notice it vanished
     final_state_known: bool = True  # the final list of the node's pods succeeded
+    heartbeats: list[NodeHeartbeat] = field(default_factory=list)  # one per node, in node order
 
     @property
     def invariants_ok(self) -> bool:
@@ -321,6 +360,12 @@ class SimulationResult:
             out.append(f"{len(self.not_created)} pods never created")
         if not self.final_state_known:
             out.append("the node's pods could not be listed at the end")
+        for beat in self.heartbeats:
+            if beat.state == "missing":
+                out.append(f"node {beat.node}: no Lease on the server")
+            elif beat.state == "stale":
+                age = "never renewed" if beat.lease_age is None else f"renewed {beat.lease_age:.0f} s ago"
+                out.append(f"node {beat.node}: Lease stale ({age}, duration {beat.lease_duration} s)")
         return out
 
     @property
@@ -336,14 +381,21 @@ class SimulationResult:
 
 
 class Simulation:
-    """Creates workloads, plays the outside world, and drives a :class:`NodeAgent` to the end."""
+    """Creates workloads, plays the outside world, and drives :class:`NodeAgent` s to the end.
+
+    ``nodes``: the names of the nodes to run (default: ``node_name`` alone). More than one
+    share a runtime and one pod watch, as ``podstatus node --nodes N`` does; the pods are
+    placed on them in turn. ``agent_options`` go to every :class:`podstatus.node.NodeAgent`
+    (intervals, say).
+    """
 
     def __init__(
         self,
         client: Any,
         manifests: list[dict[str, Any]],
         *,
-        node_name: str = "podstatus-node-1",
+        node_name: str = DEFAULT_NODE,
+        nodes: Sequence[str] | None = None,
         duration: float = 60.0,
         delete_fraction: float = 0.3,
         recreate: int = 1,
@@ -357,7 +409,13 @@ class Simulation:
         create_backoff: float = 0.1,
         create_backoff_max: float = 2.0,
         events: str = "all",
+        agent_options: Mapping[str, Any] | None = None,
     ) -> None:
+        self.node_names = list(nodes) if nodes is not None else [node_name]
+        if not self.node_names:
+            raise ValueError("a simulation needs at least one node")
+        if len(set(self.node_names)) != len(self.node_names):
+            raise ValueError(f"node names must differ: {', '.join(self.node_names)}")
         self.checker = InvariantChecker()
         # Bounded: 10 attempts from 0.1 s doubling to 2 s ride out ~10 s of an unreachable server.
         self.create_attempts = create_attempts
@@ -366,7 +424,7 @@ class Simulation:
         self.raw_client = client
         self.client = CheckedClient(client, self.checker)
         self.manifests = manifests
-        self.node_name = node_name
+        self.node_name = self.node_names[0]
         self.duration = duration
         self.delete_fraction = delete_fraction
         self.recreate = recreate
@@ -378,17 +436,34 @@ class Simulation:
         self._user_on_sync = on_sync
         self.on_progress = on_progress
         self.request_counter = request_counter
-        self.agent = NodeAgent(
-            self.client,
-            node_name,
-            timings=self.timings,
-            seed=seed,
-            manager_options=manager_options,
-            on_sync=self._on_sync,
-            on_event=self.checker.observe_event,
-            events=events,
+        options = dict(agent_options or {})
+        # One node keeps its own runtime and watch; several share them, as `podstatus node` runs them.
+        self.runtime = shared_runtime(len(self.node_names)) if len(self.node_names) > 1 else None
+        if self.runtime is not None:
+            options.update(watch=False, runtime=self.runtime)
+        self.agents = [
+            NodeAgent(
+                self.client,
+                name,
+                timings=self.timings,
+                seed=seed + i,
+                manager_options=manager_options,
+                on_sync=self._on_sync,
+                on_event=self.checker.observe_event,
+                events=events,
+                **options,
+            )
+            for i, name in enumerate(self.node_names)
+        ]
+        self.agent = self.agents[0]
+        # Every node's pods through one watch (of the same checked client): not one per node.
+        self.group = (
+            node.NodeGroup(self.client, [a.agent for a in self.agents], runtime=self.runtime)
+            if self.runtime is not None
+            else None
         )
         self._created: dict[tuple[str, str], str] = {}
+        self._placed: dict[tuple[str, str], str] = {}  # (namespace, name) -> its node
         # Every UID the simulation created (key by UID) and the ones it deleted itself.
         self._created_uids: dict[str, str] = {}
         self._deleted_by_us: set[str] = set()
@@ -420,7 +495,7 @@ class Simulation:
         start = time.monotonic()
         for i, manifest in enumerate(self.manifests):
             manifest = msgspec.json.decode(msgspec.json.encode(manifest))
-            manifest.setdefault("spec", {})["nodeName"] = self.node_name
+            manifest.setdefault("spec", {})["nodeName"] = self.node_names[i % len(self.node_names)]
             if time.monotonic() > deadline:
                 self._not_created.append(f"{_manifest_key(manifest)}: --duration ended before its turn")
                 continue
@@ -473,47 +548,113 @@ class Simulation:
             pod: Pod = self.raw_client.get_pod(meta.get("namespace") or "default", meta.get("name") or "")
         except ApiError:
             return None
-        # Ours only if it is on our node and nobody else made it (no other copy of ours has this name).
-        if pod.spec.node_name != self.node_name or pod.uid in self._created_uids:
+        # Ours only if it is on its node and nobody else made it (no other copy of ours has this name).
+        if (
+            pod.spec.node_name != (manifest.get("spec") or {}).get("nodeName")
+            or pod.uid in self._created_uids
+        ):
             return None
         return pod
 
     def _record_created(self, pod: Pod) -> None:
         self._created[(pod.namespace, pod.name)] = pod.uid
+        self._placed[(pod.namespace, pod.name)] = pod.spec.node_name or self.node_name
         self._created_uids[pod.uid] = f"{pod.namespace}/{pod.name}"
 
+    # -- the nodes, together --------------------------------------------------------------
+
+    def _watch_errors(self) -> int:
+        return self.group.watcher.errors if self.group is not None else self.agent.watch_errors
+
+    def _sims(self) -> list[SimPod]:
+        return [sim for agent in self.agents for sim in agent.sims()]
+
+    def _deleted_uids(self) -> set[str]:
+        return set().union(*(agent.deleted_uids for agent in self.agents))
+
+    def _pending_sync(self) -> int:
+        return sum(agent.manager.pending_count() for agent in self.agents)
+
+    def _start_agents(self) -> None:
+        if self.group is None:
+            self.agent.start()
+            return
+        try:
+            self.group.start()  # every agent (several at a time), then the one pod watch
+        except BaseException:
+            assert self.runtime is not None
+            self.runtime.close()
+            raise
+
+    def _stop_agents(self) -> None:
+        if self.group is None:
+            self.agent.stop()
+        else:
+            self.group.stop()  # the watch, the agents, then the shared runtime
+
+    def _heartbeats(self) -> tuple[list[NodeHeartbeat], int]:
+        """Each node's Lease as the API server has it now; and how many GETs that took."""
+        pods = Counter(self._placed.values())
+        get_lease = getattr(self.raw_client, "get_lease", None)
+        beats: list[NodeHeartbeat] = []
+        reads = 0
+        for agent in self.agents:
+            keeper = agent.agent.lease
+            beat = NodeHeartbeat(
+                agent.node_name, pods[agent.node_name], keeper.renewals, None, keeper.duration, "unknown"
+            )
+            beats.append(beat)
+            if get_lease is None or not keeper.supported:
+                continue
+            reads += 1
+            try:
+                info = lease_info(get_lease(LEASE_NAMESPACE, agent.node_name))
+            except NotFoundError:
+                beat.state = "missing"
+                continue
+            except ApiError as err:
+                log.warning("reading the Lease of node=%s failed: %s", agent.node_name, err)
+                continue
+            beat.lease_duration = info.duration or keeper.duration
+            if info.renew_time is not None:
+                beat.lease_age = max(0.0, (datetime.now(UTC) - info.renew_time).total_seconds())
+            beat.state = "live" if info.live(datetime.now(UTC)) else "stale"
+        return beats, reads
+
     def _check_node(self, *, force: bool = False) -> None:
-        """Register the Node again when it is gone (an API server that restarted empty).
+        """Register a Node again when it is gone (an API server that restarted empty).
 
         Asked after a sign of trouble (a watch error, a failed create) and otherwise every
         ``node_check_interval`` seconds, so a healthy run spends almost no requests on it.
         """
         now = time.monotonic()
         get_node = getattr(self.raw_client, "get_node", None)
-        trouble = force or self.agent.watch_errors != self._watch_errors_seen
+        trouble = force or self._watch_errors() != self._watch_errors_seen
         if get_node is None or (not trouble and now - self._node_checked_at < self.node_check_interval):
             return
         if trouble and now - self._node_checked_at < 0.5:
             return  # at most twice a second while the server is in trouble
         self._node_checked_at = now
-        self._watch_errors_seen = self.agent.watch_errors
-        self.node_checks += 1
-        try:
-            get_node(self.node_name)
-        except NotFoundError:
-            log.warning("node=%s is gone from the API server: registering it again", self.node_name)
+        self._watch_errors_seen = self._watch_errors()
+        for agent in self.agents:
+            self.node_checks += 1
             try:
-                self.agent.register_node()
-                self.node_registrations += 1
+                get_node(agent.node_name)
+            except NotFoundError:
+                log.warning("node=%s is gone from the API server: registering it again", agent.node_name)
+                try:
+                    agent.register_node()
+                    self.node_registrations += 1
+                except ApiError as err:
+                    log.warning("registering node=%s again failed: %s", agent.node_name, err)
             except ApiError as err:
-                log.warning("registering node=%s again failed: %s", self.node_name, err)
-        except ApiError as err:
-            log.info("node check: %s", err)
-            self._watch_errors_seen = -1  # still in trouble: ask again soon
+                log.info("node check: %s", err)
+                self._watch_errors_seen = -1  # still in trouble: ask again soon
+                return
 
     def _set_gates(self) -> None:
         """An outside controller (a load balancer) marks readiness gates once containers are ready."""
-        for sim in self.agent.sims():
+        for sim in self._sims():
             pod = sim.pod
             gates = [g.condition_type for g in pod.spec.readiness_gates or ()]
             if not gates or pod.uid in self._gates_set or sim.deleting:
@@ -541,9 +682,7 @@ class Simulation:
 
     def _delete_some(self) -> int:
         victims = [
-            s
-            for s in self.agent.sims()
-            if s.behaviour in ("serve", "crash") and not s.deleting and s.pod.name
+            s for s in self._sims() if s.behaviour in ("serve", "crash") and not s.deleting and s.pod.name
         ]
         self.rng.shuffle(victims)
         count = max(1, int(len(victims) * self.delete_fraction)) if victims else 0
@@ -560,7 +699,7 @@ class Simulation:
 
     def _recreate_some(self) -> None:
         """Delete a pod at once and create it again under the same name: a new UID, same key."""
-        candidates = [s for s in self.agent.sims() if s.behaviour == "serve" and not s.deleting]
+        candidates = [s for s in self._sims() if s.behaviour == "serve" and not s.deleting]
         for sim in candidates[: self.recreate]:
             pod = sim.pod
             try:
@@ -577,7 +716,7 @@ class Simulation:
                     },
                     "spec": {k: v for k, v in pod.spec.to_dict().items() if k != "nodeName"},
                 }
-                manifest["spec"]["nodeName"] = self.node_name
+                manifest["spec"]["nodeName"] = pod.spec.node_name or self.node_name  # the same node
                 new = self._create(manifest, time.monotonic() + 10.0)
                 if new is None:
                     continue
@@ -586,25 +725,26 @@ class Simulation:
                 log.info("recreate %s: %s", pod.key(), err)
 
     def progress(self) -> dict[str, int]:
-        sims = self.agent.sims()
+        sims = self._sims()
         phases = Counter(s.pod.status.phase or "Pending" for s in sims)
+        deleted_uids = self._deleted_uids()
         return {
             "created": len(self._created),
             "running": phases.get("Running", 0),
             "succeeded": phases.get("Succeeded", 0),
             "failed": phases.get("Failed", 0),
-            "deleted": len(self.agent.deleted_uids & self._deleted_by_us),
-            "lost": len((self.agent.deleted_uids - self._deleted_by_us) & self._created_uids.keys()),
-            "pending_sync": self.agent.manager.pending_count(),
+            "deleted": len(deleted_uids & self._deleted_by_us),
+            "lost": len((deleted_uids - self._deleted_by_us) & self._created_uids.keys()),
+            "pending_sync": self._pending_sync(),
             "synced": len(self._latencies),
         }
 
     def _settled(self) -> bool:
         # Every pod we deleted must be gone: the node saw the delete, stopped it, and the manager
         # finished the deletion handshake.
-        if not self._victims <= self.agent.deleted_uids:
+        if not self._victims <= self._deleted_uids():
             return False
-        for sim in self.agent.sims():
+        for sim in self._sims():
             if sim.deleting:
                 return False  # the deletion handshake is not over
             if sim.behaviour in ("complete", "fail") and not is_terminal_phase(sim.pod.status.phase):
@@ -614,15 +754,16 @@ class Simulation:
                     return False
                 if sim.pod.spec.readiness_gates and sim.pod.uid not in self._gates_set:
                     return False
-        return self.agent.manager.pending_count() == 0
+        return self._pending_sync() == 0
 
     def run(self) -> SimulationResult:
         start = time.monotonic()
         deadline = start + self.duration
-        self.agent.register_node()
-        self.node_registrations = 1
+        for agent in self.agents:
+            agent.register_node()
+        self.node_registrations = len(self.agents)
         self._node_checked_at = time.monotonic()
-        self.agent.start()
+        self._start_agents()
         try:
             self._create_all(deadline)
             deleted_at = start + max(self.duration * 0.35, min(12.0, self.duration * 0.6))
@@ -643,31 +784,41 @@ class Simulation:
                     break
             # Let the last writes land.
             for _ in range(3):
-                self.agent.manager.sync_batch(all=False)
+                for agent in self.agents:
+                    agent.manager.sync_batch(all=False)
+            # While the agents still run: a Lease released at the stop says nothing of the heartbeats.
+            heartbeats, lease_reads = self._heartbeats()
         finally:
-            self.agent.stop()
+            self._stop_agents()
         elapsed = time.monotonic() - start
         phases: Counter[str] = Counter()
-        on_server: set[str] | None = None
-        try:
-            pods, _ = self.raw_client.list_pods(field_selector=f"spec.nodeName={self.node_name}")
-            on_server = {pod.uid for pod in pods}
+        listed: set[str] = set()
+        on_server: set[str] | None = listed
+        for name in self.node_names:
+            try:
+                pods, _ = self.raw_client.list_pods(field_selector=f"spec.nodeName={name}")
+            except ApiError as err:
+                log.warning("final list of node=%s failed: %s", name, err)
+                on_server = None
+                break
+            listed.update(pod.uid for pod in pods)
             for pod in pods:
                 phase = pod.status.phase or "Pending"
                 if pod.metadata.deletion_timestamp is not None:
                     phase += " (terminating)"
                 phases[phase] += 1
-        except ApiError as err:
-            log.warning("final list failed: %s", err)
         requests = self.request_counter.snapshot() if self.request_counter is not None else {}
-        # The summary is about pod status: the node's upkeep (Lease, Node status, Events) is not counted.
-        for verb, n in self.agent.agent.upkeep_requests.items():
+        # The summary is about pod status: the nodes' upkeep (Lease, Node status, Events) is not
+        # counted, nor the Lease reads of the heartbeat check.
+        upkeep: Counter[str] = Counter(get=lease_reads)
+        for agent in self.agents:
+            upkeep.update(agent.agent.upkeep_requests)
+        for verb, n in upkeep.items():
             if verb in requests:
                 requests[verb] = max(0, requests[verb] - n)
-        # Lost: created by the run, gone, never deleted by it. Without a final list, the node's view.
-        gone = (
-            self._created_uids.keys() - on_server if on_server is not None else set(self.agent.deleted_uids)
-        )
+        deleted_uids = self._deleted_uids()
+        # Lost: created by the run, gone, never deleted by it. Without a final list, the nodes' view.
+        gone = self._created_uids.keys() - on_server if on_server is not None else deleted_uids
         lost = sorted(
             self._created_uids[uid] for uid in gone - self._deleted_by_us if uid in self._created_uids
         )
@@ -676,14 +827,14 @@ class Simulation:
         return SimulationResult(
             pods_created=len(self._created),  # names: a pod re-created under its name counts once
             phases=dict(phases),
-            deleted=len(self._deleted_by_us & self.agent.deleted_uids),
+            deleted=len(self._deleted_by_us & deleted_uids),
             requests=requests,
             status_changes=len(self._latencies),
             latencies=list(self._latencies),
             invariants=self.checker.all(),
             elapsed=elapsed,
             settled=settled,
-            watch_errors=self.agent.watch_errors,
+            watch_errors=self._watch_errors(),
             controller_writes=self.controller_writes,
             lost=lost,
             not_created=list(self._not_created),
@@ -692,6 +843,7 @@ class Simulation:
             node_registrations=self.node_registrations,
             node_checks=self.node_checks,
             final_state_known=on_server is not None,
+            heartbeats=heartbeats,
         )
 
 

@@ -29,7 +29,15 @@ from .provider import NodeDescription
 from .runtime import NodeRuntime
 from .simulated import SimulatedProvider
 
-__all__ = ["JsonFormatter", "add_parser", "load_provider", "node_names", "run"]
+__all__ = [
+    "JsonFormatter",
+    "add_parser",
+    "heartbeat_lanes",
+    "load_provider",
+    "node_names",
+    "run",
+    "shared_runtime",
+]
 
 log = logging.getLogger("podstatus.node")
 
@@ -99,6 +107,24 @@ def node_names(name: str, count: int) -> list[str]:
     if count == 1:
         return [name if name[-1:].isdigit() else f"{name}-1"]
     return [f"{name}-{i}" for i in range(1, count + 1)]
+
+
+def heartbeat_lanes(nodes: int) -> int:
+    """Lease renewal threads for ``nodes`` agents of one process (each with its connection).
+
+    Renewals of N nodes every 10 s, each answered in a few ms when the API server is idle
+    and in hundreds when it is busy: one lane thread (and connection) per 50 nodes.
+    """
+    return max(4, min(32, nodes // 50))
+
+
+def shared_runtime(nodes: int) -> NodeRuntime:
+    """The timer and pools that ``nodes`` agents of one process share (``podstatus node``, ``simulate``).
+
+    Their status managers' syncs go to its sync pool: size the pod client's connection
+    pool to it (32 connections for many nodes, 16 for one).
+    """
+    return NodeRuntime(heartbeat_workers=heartbeat_lanes(nodes), sync_workers=32 if nodes > 1 else 16)
 
 
 def load_provider(spec: str | None, node_name: str, index: int) -> Any:
@@ -205,9 +231,7 @@ def run(args: argparse.Namespace) -> int:
     names = node_names(args.name, args.nodes)
     # Providers first: a typo in --provider is reported before anything touches the cluster.
     providers = [load_provider(args.provider, name, i) for i, name in enumerate(names)]
-    # Renewals of N nodes every 10 s, each answered in a few ms when the API server is idle
-    # and in hundreds when it is busy: one lane thread (and connection) per 50 nodes.
-    heartbeat_workers = max(4, min(32, args.nodes // 50))
+    heartbeat_workers = heartbeat_lanes(args.nodes)
     try:
         # Pod writes of every node share one pool; the heartbeats (Leases, node status) have
         # connections of their own, as the kubelet's heartbeat client does.
@@ -224,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
         options["workers"] = 4
     if not args.kubelet_mode:
         options["coalesce"] = args.coalesce
-    runtime = NodeRuntime(heartbeat_workers=heartbeat_workers, sync_workers=32 if args.nodes > 1 else 16)
+    runtime = shared_runtime(args.nodes)
     agents = [
         NodeAgent(
             client,
