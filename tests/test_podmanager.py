@@ -256,3 +256,37 @@ def test_concurrent_use() -> None:
     pod_to_mirror, mirror_to_pod = pm.get_uid_translations()
     assert len(pod_to_mirror) == len(mirror_to_pod) == 4 * 100
     assert all(mirror_to_pod[m] == s for s, m in pod_to_mirror.items())
+
+
+def test_lean_pod_drops_managed_fields_and_shares_an_equal_spec() -> None:
+    from podstatus.podmanager import lean_pod
+
+    wire = {
+        "metadata": {
+            "name": "a",
+            "namespace": "default",
+            "uid": "u1",
+            "resourceVersion": "7",
+            "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}],
+        },
+        "spec": {"nodeName": "n1", "containers": [{"name": "app", "image": "nginx"}]},
+        "status": {"phase": "Running"},
+    }
+    first = Pod.from_dict(wire)
+    second = Pod.from_dict({**wire, "metadata": {**wire["metadata"], "resourceVersion": "8"}})
+    assert first.spec == second.spec and first.spec is not second.spec
+    lean = lean_pod(second, first)
+    assert lean.metadata.managed_fields is None
+    assert lean.spec is first.spec  # held once
+    assert lean.metadata.resource_version == "8" and lean.status == second.status
+    # Everything but managedFields is the same pod on the wire.
+    expected = second.to_dict()
+    del expected["metadata"]["managedFields"]
+    assert lean.to_dict() == expected
+    # Another pod's spec, or a different one, is never taken.
+    other = Pod.from_dict({**wire, "metadata": {**wire["metadata"], "uid": "u2"}})
+    assert lean_pod(second, other).spec is second.spec
+    changed = Pod.from_dict({**wire, "spec": {**wire["spec"], "nodeName": "n2"}})
+    assert lean_pod(changed, first).spec is changed.spec
+    bare = lean_pod(first)
+    assert lean_pod(bare) is bare  # nothing to drop: the same object

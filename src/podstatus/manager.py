@@ -37,7 +37,7 @@ from .conditions import (
     is_terminal_phase,
 )
 from .errors import ApiError, ConflictError, InvalidObjectError, NotFoundError
-from .podmanager import is_mirror_pod, is_static_pod
+from .podmanager import is_mirror_pod, is_static_pod, lean_pod
 from .statusutil import (
     ValuePool,
     check_container_state_transition,
@@ -1072,7 +1072,10 @@ class Manager:
                 current.changed_at = None
                 current.urgent = False
             if self._opts.skip_get and current is not None:
-                self._sync_state.setdefault(uid, _PodSyncState()).server_pod = pod
+                # Kept until the next write: lean, and its spec shared with the pod manager's copy.
+                self._sync_state.setdefault(uid, _PodSyncState()).server_pod = lean_pod(
+                    pod, self._pods.get_pod_by_uid(uid)
+                )
             state = self._sync_state.get(uid)
             if state is not None:
                 state.gone_version = None

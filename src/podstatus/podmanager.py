@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .types import Pod
 
@@ -27,6 +27,7 @@ __all__ = [
     "PodManager",
     "is_mirror_pod",
     "is_static_pod",
+    "lean_pod",
     "pod_full_name",
 ]
 
@@ -60,6 +61,28 @@ def is_static_pod(pod: Pod) -> bool:
 def pod_full_name(pod: Pod) -> tuple[str, str]:
     """``(namespace, name)``: what a static pod and its mirror pod share."""
     return (pod.namespace, pod.name)
+
+
+def lean_pod(pod: Pod, like: Pod | None = None) -> Pod:
+    """``pod`` as a cache should hold it: no ``managedFields``, and ``like``'s spec when equal.
+
+    A node's caches hold one or two copies of every pod (the watch's, the last write's
+    answer). ``managedFields`` (who set which field) is the larger part of a pod as the API
+    server sends it, and nothing a node does reads it (kube-controller-manager's informers
+    drop it likewise); an equal spec is held once, not once per copy.
+    """
+    changes: dict[str, Any] = {}
+    meta = pod.metadata
+    if meta.managed_fields is not None:
+        changes["metadata"] = meta.replace(managed_fields=None)
+    if (
+        like is not None
+        and like.spec is not pod.spec
+        and like.metadata.uid == meta.uid
+        and like.spec == pod.spec
+    ):
+        changes["spec"] = like.spec
+    return pod.replace(**changes) if changes else pod
 
 
 @runtime_checkable

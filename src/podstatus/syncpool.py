@@ -46,7 +46,11 @@ class SyncPool:
             raise ValueError("workers must be at least 1")
         self.workers = workers
         self._name = name
-        self._cond = threading.Condition()
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)  # workers wait here for managers with work
+        # The timer thread waits here: only it sleeps until the next due entry, so a timer
+        # firing wakes one thread, not every idle worker.
+        self._timer_cond = threading.Condition(lock)
         self._ready: collections.deque[Manager] = collections.deque()
         self._in_ready: set[int] = set()
         # (when, seq, manager, generation, kind): full resyncs and back-off wake-ups.
@@ -82,7 +86,7 @@ class SyncPool:
                 self._timers, (when, next(self._seq), manager, generation, _FULL if full else _PASS)
             )
             if self._timers[0][2] is manager:
-                self._cond.notify()
+                self._timer_cond.notify()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -96,6 +100,7 @@ class SyncPool:
             self._in_ready.clear()
             self._timers.clear()
             self._cond.notify_all()
+            self._timer_cond.notify_all()
             threads, self._threads = self._threads, []
         deadline = time.monotonic() + 5.0
         for t in threads:
@@ -110,6 +115,9 @@ class SyncPool:
                 threading.Thread(target=self._run, name=f"{self._name}-{i}", daemon=True)
                 for i in range(self.workers)
             ]
+            self._threads.append(
+                threading.Thread(target=self._run_timers, name=f"{self._name}-timer", daemon=True)
+            )
             threads = list(self._threads)
         for t in threads:
             t.start()
@@ -117,13 +125,25 @@ class SyncPool:
     # -- the workers ------------------------------------------------------------------------------
 
     def _next(self) -> Manager | None:
-        """The next manager to take a step of; fires due timers. None when the pool is closed."""
+        """The next manager to take a step of. None when the pool is closed."""
         with self._cond:
             while True:
                 if self._closed:
                     return None
+                if self._ready:
+                    manager = self._ready.popleft()
+                    self._in_ready.discard(id(manager))
+                    if self._ready:
+                        self._cond.notify()  # more work: another waiting worker may take it
+                    return manager
+                self._cond.wait()
+
+    def _run_timers(self) -> None:
+        with self._cond:
+            while not self._closed:
                 now = time.monotonic()
                 timers = self._timers
+                fired = 0
                 while timers and timers[0][0] <= now:
                     _, _, manager, generation, kind = heapq.heappop(timers)
                     if manager._pool_timer_fired(generation, full=kind == _FULL):
@@ -131,13 +151,10 @@ class SyncPool:
                         if key not in self._in_ready:
                             self._in_ready.add(key)
                             self._ready.append(manager)
-                if self._ready:
-                    manager = self._ready.popleft()
-                    self._in_ready.discard(id(manager))
-                    if self._ready:
-                        self._cond.notify()  # more work: another waiting worker may take it
-                    return manager
-                self._cond.wait(min(60.0, timers[0][0] - now) if timers else 60.0)
+                            fired += 1
+                if fired:
+                    self._cond.notify(fired)
+                self._timer_cond.wait(min(60.0, timers[0][0] - now) if timers else 60.0)
 
     def _run(self) -> None:
         while True:

@@ -53,7 +53,7 @@ from ..conditions import (
 )
 from ..errors import ApiError, ConflictError, GoneError, InvalidObjectError, NotFoundError
 from ..manager import Manager, SyncRecord, new_manager
-from ..podmanager import BasicPodManager
+from ..podmanager import BasicPodManager, lean_pod
 from ..qos import compute_pod_qos
 from ..statusutil import check_container_state_transition
 from ..types import (
@@ -777,6 +777,8 @@ class NodeAgent:
             return
         with self._lock:
             state = self._states.get(pod.uid)
+            # Held until the next event: lean, its spec shared with the copy it replaces.
+            pod = lean_pod(pod, state.pod if state is not None else None)
             if state is None:
                 if pod.uid in self.deleted_uids:
                     return  # a late event of a pod already gone
