@@ -413,11 +413,80 @@ def markdown(
     for row in rows(results):
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     out.append(_details(results))
+    out.extend(scale_summary(ROOT / "docs" / "scale.json"))
     findings = ROOT / "bench" / "FINDINGS.md"
     if findings.exists():
         out.append("")
         out.append(findings.read_text().rstrip())
     return "\n".join(out) + "\n"
+
+
+def scale_summary(path: Path) -> list[str]:
+    """The ratio rows of the scale benchmark (``make bench-scale``), from its JSON twin of docs/scale.md."""
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    runs: dict[tuple[int, int, bool, str], dict[str, dict[str, Any]]] = {}
+    for r in data.get("results", []):
+        key = (r["nodes"], r["pods"], bool(r.get("scheduled")), r.get("server", ""))
+        runs.setdefault(key, {})[r["contender"]] = r
+
+    def total(r: dict[str, Any]) -> int:
+        return sum(r.get("requests", {}).values())
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return f"{a / b:.2f}×" if a is not None and b else "—"
+
+    def missed(r: dict[str, Any]) -> str:
+        bad = r.get("not_ready_samples", 0) + r.get("stale_lease_samples", 0)
+        return f"{bad} of {r.get('heartbeat_samples', 0) * r['nodes']:,}"
+
+    out = [
+        "",
+        "## Scale against KWOK (`make bench-scale`; every figure and the commands in docs/scale.md)",
+        "",
+        "Same workload, same fresh kube-apiserver per contender, in one run per size; ratios are podstatus / KWOK",
+        "(below 1: podstatus is faster, lighter, or sends fewer requests). Rows on `podstatus serve` are podstatus",
+        "alone on the embedded server (KWOK needs a kube-apiserver).",
+        "",
+        "| size | all Running+Ready (s) podstatus / KWOK | ratio | CPU (s) ratio | peak RSS ratio | requests ratio | "
+        "create rate (pods/s) | missed heartbeats (podstatus) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for (nodes, pods, scheduled, server), by in sorted(runs.items()):
+        ps, kw = by.get("podstatus"), by.get("kwok")
+        if ps is None:
+            continue
+        size = (
+            f"{nodes:,} × {pods:,}"
+            + (" via kube-scheduler" if scheduled else "")
+            + (f" on {server}" if server else "")
+        )
+        done = ps.get("completed", False)
+        up = f"{ps['ready_s']:.1f}" if done and ps.get("ready_s") is not None else "not all up"
+        if kw is not None:
+            up += f" / {kw['ready_s']:.1f}" if kw.get("ready_s") is not None else " / —"
+            row = [
+                size,
+                up,
+                ratio(ps.get("ready_s"), kw.get("ready_s")),
+                ratio(ps.get("cpu_s"), kw.get("cpu_s")),
+                ratio(ps.get("peak_rss"), kw.get("peak_rss")),
+                ratio(total(ps), total(kw)),
+            ]
+        else:
+            rss = ps.get("peak_rss")
+            row = [
+                size,
+                up,
+                "—",
+                f"{ps.get('cpu_s') or 0:.0f} s",
+                f"{(rss or 0) / 2**20:,.0f} MiB",
+                f"{total(ps):,}",
+            ]
+        row += [f"{ps.get('create_rate') or 0:.0f}", missed(ps)]
+        out.append("| " + " | ".join(row) + " |")
+    return out
 
 
 def _now() -> str:

@@ -28,3 +28,45 @@ def test_quick_end_to_end_sends_about_one_request_per_change_on_the_fast_path() 
     fast = result["fast"] if "fast" in result else result["modes"]["fast"]
     assert fast["violations"] == 0
     assert fast["requests_per_change"] <= 1.05
+
+
+def test_benchmarks_page_carries_the_scale_ratios(tmp_path: Path) -> None:
+    import json
+
+    from bench.run import scale_summary
+
+    def run(contender: str, ready: float, cpu: float, rss: int, patches: int, server: str = "") -> dict:
+        return {
+            "contender": contender,
+            "nodes": 10,
+            "pods": 100,
+            "scheduled": False,
+            "server": server,
+            "completed": True,
+            "ready_s": ready,
+            "cpu_s": cpu,
+            "peak_rss": rss,
+            "requests": {"patch": patches, "delete": 100},
+            "create_rate": 250.0,
+            "heartbeat_samples": 8,
+            "not_ready_samples": 0,
+            "stale_lease_samples": 1,
+        }
+
+    page = tmp_path / "scale.json"
+    page.write_text(
+        json.dumps(
+            {
+                "results": [
+                    run("kwok", 2.0, 1.0, 100 * 2**20, 100),
+                    run("podstatus", 1.0, 1.5, 50 * 2**20, 50),
+                    run("podstatus", 3.0, 4.0, 300 * 2**20, 300, server="podstatus serve"),
+                ]
+            }
+        )
+    )
+    lines = scale_summary(page)
+    rows = [line for line in lines if line.startswith("| 10 × 100")]
+    assert rows[0] == "| 10 × 100 | 1.0 / 2.0 | 0.50× | 1.50× | 0.50× | 0.75× | 250 | 1 of 80 |"
+    assert rows[1] == "| 10 × 100 on podstatus serve | 3.0 | — | 4 s | 300 MiB | 400 | 250 | 1 of 80 |"
+    assert scale_summary(tmp_path / "absent.json") == []
