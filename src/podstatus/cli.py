@@ -10,6 +10,7 @@ invariant broke.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -149,9 +150,27 @@ def _setup_logging(verbose: int) -> None:
     )
 
 
+def tune_gc() -> None:
+    """Collector settings for a process that caches many objects and allocates many short-lived ones.
+
+    With CPython's defaults (a young collection every 700 allocations, a full one every
+    100) a node process holding 10,000 pods spent most of its collector time walking the
+    same long-lived objects: at 1,000 nodes × 10,000 pods on ``podstatus serve`` it took
+    44.8 CPU-seconds and 32 s to all up; with these 30.5 s and 22 s (docs/design.md).
+    What exists once the process is set up (modules, classes, parsers) is frozen out of
+    every collection; collections are rarer, still often enough that cycles are reclaimed.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 10)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
+    if argv is None:
+        # The process itself (the console script), not a caller in a process of its own making.
+        tune_gc()
     try:
         if args.command == "serve":
             return cmd_serve(args)

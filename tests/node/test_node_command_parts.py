@@ -164,3 +164,26 @@ def test_kubelet_mode_neither_coalesces_nor_runs_more_workers(monkeypatch: pytes
 def test_coalesce_out_of_range_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["node", "--kubeconfig", "/nonexistent", "--coalesce", "-1"]) == 2
     assert "--coalesce" in capsys.readouterr().err
+
+
+def test_the_process_tunes_its_collector_and_callers_keep_theirs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    before = gc.get_threshold()
+    assert main(["node", "--kubeconfig", "/nonexistent", "--coalesce", "-1"]) == 2  # a caller's argv
+    assert gc.get_threshold() == before
+    capsys.readouterr()
+    frozen = gc.get_freeze_count()
+    try:
+        # The console script: argv from the command line.
+        monkeypatch.setattr(
+            sys, "argv", ["podstatus", "node", "--kubeconfig", "/nonexistent", "--coalesce", "-1"]
+        )
+        assert main() == 2
+        assert gc.get_threshold() == (50_000, 20, 10)
+        assert gc.get_freeze_count() > frozen
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
