@@ -6,9 +6,11 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from mgrkit import World, get_cond, make_pod, new_threads, running_status, wait_for
 
 from podstatus import BasicPodManager, new_manager
+from podstatus.syncpool import SyncPool
 
 
 def _on_server(world: World, pod: Any, manager: Any) -> bool:
@@ -28,9 +30,11 @@ def test_a_setter_wakes_the_loop(world: World, mode: str) -> None:
     m.stop(timeout=5)
 
 
-def test_full_pass_runs_every_sync_period(world: World, mode: str) -> None:
+@pytest.mark.parametrize("pooled", [False, True], ids=["own-loop", "sync-pool"])
+def test_full_pass_runs_every_sync_period(world: World, mode: str, pooled: bool) -> None:
     pod = world.add(make_pod("a"))
-    m = world.manager(mode, sync_period=0.05)
+    pool = SyncPool(workers=2, name="test-loop") if pooled else None
+    m = world.manager(mode, sync_period=0.05, sync_pool=pool)
     m.set_pod_status(pod, running_status(pod))
     m.sync_batch()
     # Someone flips Ready on the server; no setter is called: only a full pass repairs it.
@@ -43,6 +47,8 @@ def test_full_pass_runs_every_sync_period(world: World, mode: str) -> None:
     m.start()
     assert wait_for(lambda: get_cond(world.server_status(pod), "Ready").status == "True")  # type: ignore[union-attr]
     m.stop(timeout=5)
+    if pool is not None:
+        pool.close()
 
 
 class FlakyPodManager(BasicPodManager):

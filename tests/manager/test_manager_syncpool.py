@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mgrkit import World, get_cond, make_pod, new_threads, running_status, wait_for
+from mgrkit import World, make_pod, new_threads, running_status, wait_for
 
 from podstatus import PodStatus
 from podstatus.clients.fake import FakeKubeClient
@@ -53,22 +53,6 @@ def test_statuses_set_before_start_are_synced_at_start(world: World, pool: SyncP
     assert world.verbs() == []
     m.start()
     assert wait_for(lambda: _on_server(world, pod, m))
-    m.stop(timeout=2)
-
-
-def test_full_pass_runs_every_sync_period_on_the_pool(world: World, pool: SyncPool) -> None:
-    pod = world.add(make_pod("a"))
-    m = world.manager("fast", sync_pool=pool, sync_period=0.05)
-    m.set_pod_status(pod, running_status(pod))
-    m.sync_batch()
-    other = world.server(pod)
-    conditions = tuple(
-        c.replace(status="False") if c.type == "Ready" else c for c in other.status.conditions or ()
-    )
-    world.client.put_pod(other.replace(status=other.status.replace(conditions=conditions)))
-    world.refresh(pod)
-    m.start()  # no setter: only a full pass repairs the server's copy
-    assert wait_for(lambda: get_cond(world.server_status(pod), "Ready").status == "True")  # type: ignore[union-attr]
     m.stop(timeout=2)
 
 
