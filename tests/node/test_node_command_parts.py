@@ -187,3 +187,20 @@ def test_the_process_tunes_its_collector_and_callers_keep_theirs(
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_pending_gauge_is_counted_when_metrics_are_read() -> None:
+    from types import SimpleNamespace
+
+    from prometheus_client import generate_latest
+
+    from podstatus.metrics import Metrics
+    from podstatus.node.command import report_pending
+
+    counts = [2, 3]
+    agents = [SimpleNamespace(manager=SimpleNamespace(pending_count=lambda i=i: counts[i])) for i in range(2)]
+    metrics = Metrics()
+    report_pending(metrics, agents)
+    assert "podstatus_pod_status_pending 5.0" in generate_latest(metrics.registry).decode().splitlines()
+    counts[0] = 0  # synced meanwhile: the next read says so, with no beat in between
+    assert "podstatus_pod_status_pending 3.0" in generate_latest(metrics.registry).decode().splitlines()
