@@ -619,7 +619,10 @@ def test_start_checks_the_lease_before_writing_anything_and_renewal_is_one_put()
         # held it, the create would fail and the Lease be read).
         assert calls[0] == ("create", "leases")
         assert ("create", "nodes") in calls
-        assert ("patch", "nodes/status") in calls
+        # Created with its whole status: no status post to follow.
+        assert ("patch", "nodes/status") not in calls
+        ready = [c for c in fake.get_node("vn-1")["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True" and ready[0]["lastHeartbeatTime"]
         wait_for(lambda: fake.calls().count(("update", "leases")) >= 3)
         later = fake.calls()[len(calls) :]
         renewals = [c for c in later if c[1] == "leases"]

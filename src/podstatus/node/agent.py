@@ -370,12 +370,18 @@ class NodeAgent:
             self.calls = BoundCaller(self.runtime.calls, self.provider_timeout, inline=self._inline_provider)
             self._tasks = self.runtime.tasks
         self.lease.check(self.take_over)
-        self._description = self._describe()
-        self.register_node()
+        error, was_ready = self._check_provider()
+        # A new Node is created with its whole status, conditions included (the API server keeps
+        # a Node's status on create): one request, not a create and a status post.
+        status = self.node_status.build(self._description, error)
+        created = self.register_node(status=status)
         self.lease.node_uid = self._node_uid
         if not self.lease.created_at_check:
             self.lease.renew()
-        self._post_node_status(force=True)
+        if created:
+            self._node_status_posted(error, was_ready, force=True)
+        else:
+            self._post_node_status(force=True)
         notify = getattr(self.provider, "notify_pods", None)
         if notify is not None:
             try:
@@ -480,14 +486,19 @@ class NodeAgent:
             return self._description
         return description
 
-    def register_node(self) -> None:
-        """Create the Node, or adopt an existing one of that name."""
+    def register_node(self, status: dict[str, Any] | None = None) -> bool:
+        """Create the Node (with ``status`` when given), or adopt an existing one of that name.
+
+        True when it was created: ``status`` is then on the server.
+        """
         node = build_node(self.node_name, self._description)
+        if status is not None:
+            node["status"] = status
         try:
             created = self._upkeep.create_node(node)
             self._node_uid = str((created.get("metadata") or {}).get("uid") or "")
             _log(logging.INFO, "node registered", node=self.node_name)
-            return
+            return True
         except ConflictError:
             pass
         except ApiError as err:
@@ -497,7 +508,7 @@ class NodeAgent:
             existing = self._upkeep.get_node(self.node_name)
         except AttributeError:
             _log(logging.INFO, "node exists; the client cannot read it", node=self.node_name)
-            return
+            return False
         self._node_uid = str((existing.get("metadata") or {}).get("uid") or "")
         self.node_status.adopt(existing)
         labels = (existing.get("metadata") or {}).get("labels") or {}
@@ -510,8 +521,10 @@ class NodeAgent:
             except (ApiError, AttributeError) as err:
                 _log(logging.WARNING, "could not update the node's labels", node=self.node_name, error=err)
         _log(logging.INFO, "node adopted", node=self.node_name, uid=self._node_uid)
+        return False
 
-    def _post_node_status(self, *, force: bool = False) -> None:
+    def _check_provider(self) -> tuple[str | None, bool]:
+        """Ping the provider and describe the node: (the ping's error or None, whether it was ready)."""
         error: str | None = None
         ping = getattr(self.provider, "ping", None)
         if ping is not None:
@@ -524,6 +537,10 @@ class NodeAgent:
         self._ready_error = error
         if error is not None and was_ready:
             _log(logging.ERROR, "provider is not healthy: node not ready", node=self.node_name, error=error)
+        return error, was_ready
+
+    def _post_node_status(self, *, force: bool = False) -> None:
+        error, was_ready = self._check_provider()
         if not force and not self.node_status.due(self._description, error):
             return
         status = self.node_status.build(self._description, error)
@@ -534,9 +551,10 @@ class NodeAgent:
             _log(logging.WARNING, "the node is gone; registering it again", node=self.node_name)
             try:
                 self.node_status.forget()
-                self.register_node()
+                created = self.register_node(status=status)
                 self.lease.node_uid = self._node_uid
-                self._upkeep.patch_node_status(self.node_name, body)
+                if not created:
+                    self._upkeep.patch_node_status(self.node_name, body)
             except ApiError as err:
                 _log(logging.ERROR, "could not register the node again", node=self.node_name, error=err)
                 return
@@ -549,6 +567,9 @@ class NodeAgent:
                 _log(logging.WARNING, "the client cannot post node status", node=self.node_name)
             self._no_status_api = True
             return
+        self._node_status_posted(error, was_ready, force=force)
+
+    def _node_status_posted(self, error: str | None, was_ready: bool, *, force: bool) -> None:
         self.node_status.posted(self._description, error)
         ready = error is None
         if ready != was_ready or force:
