@@ -290,3 +290,36 @@ def test_lean_pod_drops_managed_fields_and_shares_an_equal_spec() -> None:
     assert lean_pod(changed, first).spec is changed.spec
     bare = lean_pod(first)
     assert lean_pod(bare) is bare  # nothing to drop: the same object
+
+
+def test_lean_pod_shares_equal_metadata_parts_and_the_cached_status() -> None:
+    from podstatus.podmanager import lean_pod
+
+    wire = {
+        "metadata": {
+            "name": "a",
+            "namespace": "default",
+            "uid": "u1",
+            "resourceVersion": "7",
+            "labels": {"app": "web"},
+            "annotations": {"note": "x"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Job", "name": "j", "uid": "j1"}],
+        },
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    first = Pod.from_dict(wire)
+    second = Pod.from_dict({**wire, "metadata": {**wire["metadata"], "resourceVersion": "8"}})
+    cached = Pod.from_dict(wire).status
+    lean = lean_pod(second, first, cached)
+    assert lean.metadata.labels is first.metadata.labels
+    assert lean.metadata.annotations is first.metadata.annotations
+    assert lean.metadata.owner_references is first.metadata.owner_references
+    assert lean.metadata.resource_version == "8"
+    assert lean.status is cached
+    assert lean.to_dict() == second.to_dict()
+    # A status that differs from the cached one is kept as the server sent it.
+    pending = Pod.from_dict({**wire, "status": {"phase": "Pending"}})
+    assert lean_pod(pending, first, cached).status is pending.status
+    relabelled = Pod.from_dict({**wire, "metadata": {**wire["metadata"], "labels": {"app": "db"}}})
+    assert lean_pod(relabelled, first).metadata.labels == {"app": "db"}

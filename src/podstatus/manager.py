@@ -1072,9 +1072,10 @@ class Manager:
                 current.changed_at = None
                 current.urgent = False
             if self._opts.skip_get and current is not None:
-                # Kept until the next write: lean, and its spec shared with the pod manager's copy.
+                # Kept until the next write: lean, sharing what equals the pod manager's copy
+                # and the cached status.
                 self._sync_state.setdefault(uid, _PodSyncState()).server_pod = lean_pod(
-                    pod, self._pods.get_pod_by_uid(uid)
+                    pod, self._pods.get_pod_by_uid(uid), current.status
                 )
             state = self._sync_state.get(uid)
             if state is not None:

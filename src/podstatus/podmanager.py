@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
-from .types import Pod
+from .types import Pod, PodStatus
 
 __all__ = [
     "API_SOURCE",
@@ -63,25 +63,33 @@ def pod_full_name(pod: Pod) -> tuple[str, str]:
     return (pod.namespace, pod.name)
 
 
-def lean_pod(pod: Pod, like: Pod | None = None) -> Pod:
-    """``pod`` as a cache should hold it: no ``managedFields``, and ``like``'s spec when equal.
+def lean_pod(pod: Pod, like: Pod | None = None, status: PodStatus | None = None) -> Pod:
+    """``pod`` as a cache should hold it: no ``managedFields``, and the parts it shares held once.
 
     A node's caches hold one or two copies of every pod (the watch's, the last write's
     answer). ``managedFields`` (who set which field) is the larger part of a pod as the API
-    server sends it, and nothing a node does reads it (kube-controller-manager's informers
-    drop it likewise); an equal spec is held once, not once per copy.
+    server sends it, and nothing a node reads it (kube-controller-manager's informers
+    drop it likewise). The spec, labels, annotations and owners equal to those of ``like``
+    (an earlier copy of the same pod), and a status equal to ``status`` (the one the status
+    manager caches), are taken from them: held once, not once per copy.
     """
     changes: dict[str, Any] = {}
     meta = pod.metadata
+    meta_changes: dict[str, Any] = {}
     if meta.managed_fields is not None:
-        changes["metadata"] = meta.replace(managed_fields=None)
-    if (
-        like is not None
-        and like.spec is not pod.spec
-        and like.metadata.uid == meta.uid
-        and like.spec == pod.spec
-    ):
-        changes["spec"] = like.spec
+        meta_changes["managed_fields"] = None
+    if like is not None and like.metadata.uid == meta.uid:
+        if like.spec is not pod.spec and like.spec == pod.spec:
+            changes["spec"] = like.spec
+        old = like.metadata
+        for name in ("labels", "annotations", "owner_references"):
+            mine, theirs = getattr(meta, name), getattr(old, name)
+            if mine is not theirs and mine is not None and mine == theirs:
+                meta_changes[name] = theirs
+    if meta_changes:
+        changes["metadata"] = meta.replace(**meta_changes)
+    if status is not None and pod.status is not status and pod.status == status:
+        changes["status"] = status
     return pod.replace(**changes) if changes else pod
 
 

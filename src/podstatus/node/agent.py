@@ -796,10 +796,12 @@ class NodeAgent:
             return
         if kind not in ("ADDED", "MODIFIED"):
             return
+        cached = self.manager.get_pod_status(pod.uid)  # not under our lock: the manager has its own
         with self._lock:
             state = self._states.get(pod.uid)
-            # Held until the next event: lean, its spec shared with the copy it replaces.
-            pod = lean_pod(pod, state.pod if state is not None else None)
+            # Held until the next event: lean, with what it shares with the copy it replaces
+            # and with the status the manager caches held once.
+            pod = lean_pod(pod, state.pod if state is not None else None, cached)
             if state is None:
                 if pod.uid in self.deleted_uids:
                     return  # a late event of a pod already gone
