@@ -129,3 +129,28 @@ def test_the_page_says_which_events_podstatus_wrote(tmp_path: Path) -> None:
     old = harness.RunResult("podstatus", 100, 1000, **done)
     note = harness.events_note([kw, ps, old])
     assert "10 × 100: `warning`" in note and "100 × 1000: `all`" in note
+
+
+@pytest.mark.parametrize("error", ["server", "connection", "client-timeout"])
+def test_a_deletecollection_the_server_outlasts_is_sent_again(
+    monkeypatch: pytest.MonkeyPatch, error: str
+) -> None:
+    from podstatus.errors import ConnectionFailedError, RequestTimeoutError, ServerTimeoutError
+
+    raised = {
+        "server": ServerTimeoutError("504"),
+        "connection": ConnectionFailedError("reset"),
+        "client-timeout": RequestTimeoutError("read timed out"),
+    }[error]
+    driver = harness.DriverClient("http://127.0.0.1:1")
+    calls: list[str] = []
+
+    def request(verb: str, *args: object, **kwargs: object) -> None:
+        calls.append(verb)
+        if len(calls) == 1:
+            raise raised
+
+    monkeypatch.setattr(driver, "_request", request)
+    monkeypatch.setattr(harness.time, "sleep", lambda s: None)
+    driver.delete_pods_collection("default", "scale=1")
+    assert calls == ["deletecollection", "deletecollection"]

@@ -63,7 +63,13 @@ except ImportError:
 
 from podstatus.clients.base import RequestCounter  # noqa: E402
 from podstatus.clients.http import HttpKubeClient  # noqa: E402
-from podstatus.errors import ApiError, ConnectionFailedError, GoneError, ServerTimeoutError  # noqa: E402
+from podstatus.errors import (  # noqa: E402
+    ApiError,
+    ConnectionFailedError,
+    GoneError,
+    RequestTimeoutError,
+    ServerTimeoutError,
+)
 
 from . import kwok  # noqa: E402
 
@@ -172,8 +178,9 @@ class DriverClient(HttpKubeClient):
                     query={"labelSelector": label_selector},
                 )
                 return
-            except (ServerTimeoutError, ConnectionFailedError) as err:
-                # A busy server times the request out (or drops it) while it goes on deleting.
+            except (ServerTimeoutError, ConnectionFailedError, RequestTimeoutError) as err:
+                # A busy server times the request out, drops it, or outlasts our read timeout
+                # (100,000 pods) while it goes on deleting: what is left is asked for again.
                 if time.monotonic() > deadline:
                     raise
                 log.warning("deletecollection did not complete; again: %s", err)
