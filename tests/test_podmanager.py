@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -258,20 +259,21 @@ def test_concurrent_use() -> None:
     assert all(mirror_to_pod[m] == s for s, m in pod_to_mirror.items())
 
 
+def _wire_pod(**metadata: object) -> dict[str, Any]:
+    """One pod as the API server sends it, its metadata extended by ``metadata``."""
+    return {
+        "metadata": {"name": "a", "namespace": "default", "uid": "u1", "resourceVersion": "7", **metadata},
+        "spec": {"nodeName": "n1", "containers": [{"name": "app", "image": "nginx"}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
 def test_lean_pod_drops_managed_fields_and_shares_an_equal_spec() -> None:
     from podstatus.podmanager import lean_pod
 
-    wire = {
-        "metadata": {
-            "name": "a",
-            "namespace": "default",
-            "uid": "u1",
-            "resourceVersion": "7",
-            "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}],
-        },
-        "spec": {"nodeName": "n1", "containers": [{"name": "app", "image": "nginx"}]},
-        "status": {"phase": "Running"},
-    }
+    wire = _wire_pod(
+        managedFields=[{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+    )
     first = Pod.from_dict(wire)
     second = Pod.from_dict({**wire, "metadata": {**wire["metadata"], "resourceVersion": "8"}})
     assert first.spec == second.spec and first.spec is not second.spec
@@ -295,19 +297,11 @@ def test_lean_pod_drops_managed_fields_and_shares_an_equal_spec() -> None:
 def test_lean_pod_shares_equal_metadata_parts_and_the_cached_status() -> None:
     from podstatus.podmanager import lean_pod
 
-    wire = {
-        "metadata": {
-            "name": "a",
-            "namespace": "default",
-            "uid": "u1",
-            "resourceVersion": "7",
-            "labels": {"app": "web"},
-            "annotations": {"note": "x"},
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Job", "name": "j", "uid": "j1"}],
-        },
-        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-    }
+    wire = _wire_pod(
+        labels={"app": "web"},
+        annotations={"note": "x"},
+        ownerReferences=[{"apiVersion": "v1", "kind": "Job", "name": "j", "uid": "j1"}],
+    )
     first = Pod.from_dict(wire)
     second = Pod.from_dict({**wire, "metadata": {**wire["metadata"], "resourceVersion": "8"}})
     cached = Pod.from_dict(wire).status

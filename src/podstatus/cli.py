@@ -271,13 +271,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .clients.base import RequestCounter
     from .metrics import Metrics
+    from .node.command import sync_connections
     from .simulator import Simulation, simulated_node_names
     from .workloads import builtin_mix, load_pod_files
 
     console = Console()
     names = simulated_node_names(args.node, args.nodes)
     # Many nodes' pod writes share one connection pool, sized to the shared sync pool.
-    pool_maxsize = 32 if len(names) > 1 else 16
+    pool_maxsize = sync_connections(len(names))
     if args.filename:
         manifests = load_pod_files(args.filename, namespace=args.namespace)
         if args.pods:

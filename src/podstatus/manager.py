@@ -321,9 +321,7 @@ class Manager:
         with self._lock:
             self._thread = None
             self._workers = []
-            self._dirty.update(dict.fromkeys(self._queued))  # never synced: still owed
-            self._queue.clear()
-            self._queued.clear()
+            self._drop_queue()
 
     def _stop_pooled(self, timeout: float | None) -> None:
         deadline = time.monotonic() + (5.0 if timeout is None else timeout)
@@ -336,9 +334,13 @@ class Manager:
                 log.warning(
                     "Status manager stopped while requests were in flight pods=%d", len(self._in_flight)
                 )
-            self._dirty.update(dict.fromkeys(self._queued))  # never synced: still owed
-            self._queue.clear()
-            self._queued.clear()
+            self._drop_queue()
+
+    def _drop_queue(self) -> None:
+        """Empty the worker queue on a stop (under the lock): what it held was never synced, still owed."""
+        self._dirty.update(dict.fromkeys(self._queued))
+        self._queue.clear()
+        self._queued.clear()
 
     def __enter__(self) -> Manager:
         self.start()
@@ -585,11 +587,7 @@ class Manager:
         period = self._opts.sync_period
         next_full = time.monotonic() + period
         while not stopping.is_set():
-            timeout = max(0.0, next_full - time.monotonic())
-            if self._opts.backoff:
-                timeout = min(timeout, self._next_backoff_wait())
-            if self._hold_due != float("inf"):
-                timeout = min(timeout, max(0.0, self._hold_due - time.monotonic()))
+            timeout = min(max(0.0, next_full - time.monotonic()), self._next_timed_wait())
             self._wake.wait(timeout)
             if stopping.is_set():
                 return
@@ -601,6 +599,13 @@ class Manager:
                 self._run_pass(all=full, wait=False)
             except Exception:
                 log.exception("Status sync pass failed; the loop goes on")
+
+    def _next_timed_wait(self) -> float:
+        """Seconds until a pass is due for a pod that waits out a back-off or a coalesce hold (3600: none)."""
+        wait = self._next_backoff_wait() if self._opts.backoff else 3600.0
+        if self._hold_due != float("inf"):
+            wait = min(wait, max(0.0, self._hold_due - time.monotonic()))
+        return wait
 
     def _next_backoff_wait(self) -> float:
         """Seconds until the earliest backed-off pod may be tried again (a heap, lazily cleaned)."""
@@ -737,9 +742,7 @@ class Manager:
                 self._run_pass(all=full, wait=False)
             except Exception:
                 log.exception("Status sync pass failed; the loop goes on")
-            wait = self._next_backoff_wait() if self._opts.backoff else 3600.0
-            if self._hold_due != float("inf"):
-                wait = min(wait, max(0.0, self._hold_due - time.monotonic()))
+            wait = self._next_timed_wait()
             if wait < 3600.0:
                 when = time.monotonic() + wait
                 if when < self._pool_wake_at:

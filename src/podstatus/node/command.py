@@ -37,6 +37,7 @@ __all__ = [
     "node_names",
     "run",
     "shared_runtime",
+    "sync_connections",
 ]
 
 log = logging.getLogger("podstatus.node")
@@ -118,13 +119,18 @@ def heartbeat_lanes(nodes: int) -> int:
     return max(4, min(32, nodes // 50))
 
 
+def sync_connections(nodes: int) -> int:
+    """Pod-write connections (and sync pool workers) for ``nodes`` agents of one process."""
+    return 32 if nodes > 1 else 16
+
+
 def shared_runtime(nodes: int) -> NodeRuntime:
     """The timer and pools that ``nodes`` agents of one process share (``podstatus node``, ``simulate``).
 
-    Their status managers' syncs go to its sync pool: size the pod client's connection
-    pool to it (32 connections for many nodes, 16 for one).
+    Their status managers' syncs go to its sync pool, as many workers as the pod client
+    has connections (:func:`sync_connections`).
     """
-    return NodeRuntime(heartbeat_workers=heartbeat_lanes(nodes), sync_workers=32 if nodes > 1 else 16)
+    return NodeRuntime(heartbeat_workers=heartbeat_lanes(nodes), sync_workers=sync_connections(nodes))
 
 
 def report_pending(metrics: Any, agents: Sequence[Any]) -> None:
@@ -241,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         # Pod writes of every node share one pool; the heartbeats (Leases, node status) have
         # connections of their own, as the kubelet's heartbeat client does.
-        client = _client(args, counter, pool_maxsize=32 if args.nodes > 1 else 16)
+        client = _client(args, counter, pool_maxsize=sync_connections(args.nodes))
         heartbeat_client = _client(args, counter, pool_maxsize=heartbeat_workers)
     except Exception as err:  # kubernetes.config's ConfigException and friends
         if isinstance(err, ValueError | OSError):
