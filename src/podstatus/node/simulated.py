@@ -20,7 +20,7 @@ import logging
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +42,10 @@ from .runtime import shared_timer
 __all__ = ["SimContainer", "SimPod", "SimulatedProvider", "Timings"]
 
 log = logging.getLogger(__name__)
+
+
+# How many instant steps one pod runs before the rest wait for the timer.
+_STEPS_AT_ONCE = 64
 
 
 def _now() -> datetime:
@@ -132,6 +136,9 @@ class SimPod:
     pod_ip: str = ""
     qos_class: str = "BestEffort"
     generation: int = 0  # bumps on every change of plan: stale timer events are dropped
+    # Steps due now, run before the status is published (see SimulatedProvider._after).
+    steps: list[tuple[Callable[..., None], tuple[Any, ...]]] = field(default_factory=list)
+    changed: bool = False  # a status to publish once the steps due now have run
 
     @property
     def uid(self) -> str:
@@ -204,11 +211,12 @@ class SimulatedProvider:
             if self._resume(sim):
                 log.info("resumed a running pod pod=%s podUID=%s", pod.key(), pod.uid)
                 self._publish(sim)
-                return
-            self._publish(sim)
-            for c in sim.all_containers():
-                self._event(sim, "Normal", "Pulling", f'Pulling image "{c.image}"', c)
-            self._after(sim, self.timings.image_pull, self._sandbox_ready)
+            else:
+                self._publish(sim)
+                for c in sim.all_containers():
+                    self._event(sim, "Normal", "Pulling", f'Pulling image "{c.image}"', c)
+                self._after(sim, self.timings.image_pull, self._sandbox_ready)
+            self._settle(sim)
 
     def update_pod(self, pod: Pod) -> None:
         self.observe(pod)
@@ -230,7 +238,9 @@ class SimulatedProvider:
                     self._terminate(c, 0 if sim.behaviour != "crash" else 137)
             sim.stopped = True
             sim.done = True
+            sim.steps.clear()
             self._publish(sim)
+            self._settle(sim)
             self._sims.pop(pod.uid, None)
 
     def close(self) -> None:
@@ -345,6 +355,12 @@ class SimulatedProvider:
         self, sim: SimPod, delay: tuple[float, float] | float, action: Callable[..., None], *args: Any
     ) -> None:
         seconds = delay if isinstance(delay, float | int) else self.rng.uniform(*delay)
+        if seconds <= 0:
+            # A step that takes no time happens in the same instant: it runs before the status
+            # is published, as a kubelet's relist sees a container created, started and ready
+            # within one period as one change (one status, not one per step).
+            sim.steps.append((action, args))
+            return
         self._timer.call_later(seconds, self._fire, sim.uid, sim.generation, action, args)
 
     def _fire(self, uid: str, generation: int, action: Callable[..., None], args: tuple[Any, ...]) -> None:
@@ -354,10 +370,33 @@ class SimulatedProvider:
             sim = self._sims.get(uid)
             if sim is None or sim.generation != generation or sim.done:
                 return
-            try:
-                action(sim, *args)
-            except Exception:
-                log.exception("simulated lifecycle step failed pod=%s podUID=%s", sim.pod.key(), uid)
+            self._step(sim, action, args)
+            self._settle(sim)
+
+    def _step(self, sim: SimPod, action: Callable[..., None], args: tuple[Any, ...]) -> None:
+        try:
+            action(sim, *args)
+        except Exception:
+            log.exception("simulated lifecycle step failed pod=%s podUID=%s", sim.pod.key(), sim.uid)
+
+    def _settle(self, sim: SimPod) -> None:
+        """Run the steps due now (in the order they were planned), then publish the status once."""
+        ran = 0
+        while sim.steps and not sim.done:
+            if ran == _STEPS_AT_ONCE:
+                # A loop of instant steps (a crash with no back-off) goes on from the timer: the
+                # status of each round is published, and the caller is not held up.
+                for action, args in sim.steps:
+                    self._timer.call_later(0.0, self._fire, sim.uid, sim.generation, action, args)
+                sim.steps.clear()
+                break
+            action, args = sim.steps.pop(0)
+            self._step(sim, action, args)
+            ran += 1
+        if sim.changed:
+            sim.changed = False
+            if self.notifier is not None:
+                self.notifier.pod_status(sim.uid, self.build_status(sim))
 
     # -- the lifecycle ---------------------------------------------------------------------
 
@@ -528,5 +567,4 @@ class SimulatedProvider:
         )
 
     def _publish(self, sim: SimPod) -> None:
-        if self.notifier is not None:
-            self.notifier.pod_status(sim.uid, self.build_status(sim))
+        sim.changed = True  # sent by _settle, once the steps due now have run
