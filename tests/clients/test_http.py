@@ -23,9 +23,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import urllib3
 
 from podstatus.clients.http import HttpKubeClient, parse_retry_after, with_resource_version
+from podstatus.clients.transport import CannotConnectError
 from podstatus.errors import (
     ApiError,
     ConflictError,
@@ -480,7 +480,7 @@ def test_read_timeout(stub: Stub) -> None:
     stub.on("GET", POD_PATH, Reply(200, pod_dict(), delay=1.0))
     with HttpKubeClient(stub.url, timeout=(1.0, 0.2)) as client, pytest.raises(RequestTimeoutError) as info:
         client.get_pod("default", "p1")
-    assert isinstance(info.value.__cause__, urllib3.exceptions.ReadTimeoutError)
+    assert isinstance(info.value.__cause__, TimeoutError)
 
 
 def test_connection_refused() -> None:
@@ -489,7 +489,8 @@ def test_connection_refused() -> None:
         port = s.getsockname()[1]
     with HttpKubeClient(f"http://127.0.0.1:{port}") as client, pytest.raises(ConnectionFailedError) as info:
         client.get_pod("default", "p1")
-    assert isinstance(info.value.__cause__, urllib3.exceptions.HTTPError)
+    assert isinstance(info.value.__cause__, CannotConnectError)
+    assert "cannot connect" in str(info.value)
     assert client.requests.get("get") == 1
 
 
@@ -511,7 +512,7 @@ def test_connection_reset_mid_response(stub: Stub, client: HttpKubeClient) -> No
     stub.on("GET", POD_PATH, _reset_mid_body)
     with pytest.raises(ConnectionFailedError) as info:
         client.get_pod("default", "p1")
-    assert isinstance(info.value.__cause__, urllib3.exceptions.HTTPError)
+    assert isinstance(info.value.__cause__, OSError)
     # The pool recovers.
     stub.on("GET", POD_PATH, Reply(200, pod_dict()))
     assert client.get_pod("default", "p1").uid == "uid-1"

@@ -236,6 +236,14 @@ class WriteObserver:
         phase = (before.obj.get("status") or {}).get("phase")
         marked = bool(before.metadata.get("deletionTimestamp"))
         stopped = self._containers_stopped(before.uid)
+        if uid and uid != before.uid:
+            # Meant for an earlier pod of this name (deleted and recreated since it was read):
+            # the UID precondition must refuse it, and then nothing was deleted.
+            self.wrong_uid.check(
+                response.status == 409, lambda: f"{where}: delete for pod {uid} reached pod {before.uid}"
+            )
+            self.uid_refusals += 1
+            return
         self.early_delete.check(
             str(grace) == "0" and uid == before.uid and marked and phase in TERMINAL and stopped,
             lambda: (

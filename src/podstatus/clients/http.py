@@ -21,6 +21,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import os
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -56,6 +57,7 @@ from .kubeconfig import (
     load_kubeconfig_configuration,
     settings_from_configuration,
 )
+from .transport import CannotConnectError, ConnectionPool, NoFreeConnectionError, Response
 
 __all__ = ["DEFAULT_TIMEOUT", "HttpKubeClient", "PodWatch"]
 
@@ -74,25 +76,37 @@ _DEBUG = logging.DEBUG
 
 
 class _Pools:
-    """The connection pools of one set of connection settings (replaced whole when they change)."""
+    """The connections of one set of connection settings (replaced whole when they change)."""
 
-    __slots__ = ("base_url", "direct", "manager", "prefix", "watch_manager")
+    __slots__ = ("base_url", "lean", "manager", "prefix", "watch_manager")
 
-    def __init__(self, settings: ConnectionSettings, timeout: urllib3.Timeout, maxsize: int) -> None:
+    def __init__(
+        self, settings: ConnectionSettings, timeout: urllib3.Timeout, maxsize: int, pool_timeout: float
+    ) -> None:
         self.base_url = settings.base_url
         self.prefix = urlsplit(settings.base_url).path.rstrip("/")
         self.manager = _pool_manager(settings, timeout, maxsize, block=True)
         # Watches hold a connection for minutes: they get their own pool so they never
         # starve the workers' requests.
         self.watch_manager = _pool_manager(settings, timeout, maxsize, block=False)
-        # Without a proxy, talk to the server's pool directly (skips URL parsing and pool lookup).
-        self.direct: urllib3.HTTPConnectionPool | None = (
-            None if settings.proxy else self.manager.connection_from_url(settings.base_url)
+        # Without a proxy, short requests go over the lean keep-alive transport (transport.py):
+        # at scale, urllib3's work around each request cost more CPU than the request itself.
+        self.lean: ConnectionPool | None = (
+            None
+            if settings.proxy
+            else ConnectionPool(
+                settings,
+                maxsize=maxsize,
+                connect_timeout=_seconds(timeout.connect_timeout, 5.0),
+                pool_timeout=pool_timeout,
+            )
         )
 
     def clear(self) -> None:
         self.manager.clear()
         self.watch_manager.clear()
+        if self.lean is not None:
+            self.lean.clear()
 
 
 def _pool_manager(
@@ -186,15 +200,15 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def _connection_error(exc: BaseException, method: str, path: str) -> ApiError:
-    """The podstatus error for a urllib3 / socket failure (the caller chains ``exc``)."""
+    """The podstatus error for a transport, urllib3 or socket failure (the caller chains ``exc``)."""
     where = f"{method} {path}"
-    if isinstance(exc, NewConnectionError):
+    if isinstance(exc, NewConnectionError | CannotConnectError):
         return ConnectionFailedError(f"{where}: cannot connect: {exc}")
+    if isinstance(exc, EmptyPoolError | NoFreeConnectionError):
+        return RequestTimeoutError(f"{where}: no free connection in the pool: {exc}")
     if isinstance(exc, ReadTimeoutError | ConnectTimeoutError | TimeoutError):
         return RequestTimeoutError(f"{where}: timed out: {exc}")
-    if isinstance(exc, EmptyPoolError):
-        return RequestTimeoutError(f"{where}: no free connection in the pool: {exc}")
-    if isinstance(exc, SSLError):
+    if isinstance(exc, SSLError | ssl.SSLError):
         return ConnectionFailedError(f"{where}: TLS error: {exc}")
     return ConnectionFailedError(f"{where}: connection failed: {exc}")
 
@@ -288,7 +302,7 @@ class HttpKubeClient:
             _seconds(self._timeout.connect_timeout, 5.0) + _seconds(self._timeout.read_timeout, 30.0)
         )
         self._pool_maxsize = pool_maxsize
-        self._pools = _Pools(self._settings, self._timeout, pool_maxsize)
+        self._pools = _Pools(self._settings, self._timeout, pool_maxsize, self._pool_timeout)
         self._pools_lock = threading.Lock()
         self._token = f"Bearer {token}" if token else None
         self._auth = auth
@@ -375,7 +389,7 @@ class HttpKubeClient:
         with self._pools_lock:
             old = self._pools
             self._settings = settings
-            self._pools = _Pools(settings, self._timeout, self._pool_maxsize)
+            self._pools = _Pools(settings, self._timeout, self._pool_maxsize, self._pool_timeout)
         old.clear()
 
     # -- the request core ------------------------------------------------------------
@@ -394,7 +408,7 @@ class HttpKubeClient:
         *,
         stream: bool = False,
         timeout: urllib3.Timeout | None = None,
-    ) -> urllib3.BaseHTTPResponse:
+    ) -> urllib3.BaseHTTPResponse | Response:
         pools = self._pools
         timeout = timeout or self._timeout
         if stream:
@@ -408,16 +422,9 @@ class HttpKubeClient:
                 timeout=timeout,
                 preload_content=False,
             )
-        if pools.direct is not None:
-            return pools.direct.urlopen(
-                method,
-                pools.prefix + url,
-                body=body,
-                headers=headers,
-                retries=False,
-                redirect=False,
-                timeout=timeout,
-                pool_timeout=self._pool_timeout,
+        if pools.lean is not None:
+            return pools.lean.request(
+                method, pools.prefix + url, headers, body, _seconds(timeout.read_timeout, 30.0)
             )
         return pools.manager.urlopen(
             method,
@@ -440,7 +447,7 @@ class HttpKubeClient:
         content_type: str | None = None,
         stream: bool = False,
         timeout: urllib3.Timeout | None = None,
-    ) -> urllib3.BaseHTTPResponse:
+    ) -> urllib3.BaseHTTPResponse | Response:
         """Send one request; returns a 2xx response (with its body read unless ``stream``) or raises."""
         url = f"{path}?{urlencode(query)}" if query else path
         headers = dict(self._headers)
@@ -476,7 +483,11 @@ class HttpKubeClient:
             raise _http_error(status, resp.reason, resp.headers, data, method, path)
 
     @staticmethod
-    def _read_error_body(resp: urllib3.BaseHTTPResponse, stream: bool, method: str, path: str) -> bytes:
+    def _read_error_body(
+        resp: urllib3.BaseHTTPResponse | Response, stream: bool, method: str, path: str
+    ) -> bytes:
+        if not isinstance(resp, urllib3.BaseHTTPResponse):
+            return resp.data
         if not stream:
             return resp.data or b""
         try:
@@ -611,6 +622,7 @@ class HttpKubeClient:
         )
         timeout = urllib3.Timeout(connect=self._timeout.connect_timeout, read=read)
         resp = self._request("watch", "GET", path, query=query, stream=True, timeout=timeout)
+        assert isinstance(resp, urllib3.BaseHTTPResponse)  # streams are urllib3's
         return PodWatch(resp, path, resource_version, stop_event)
 
     # -- nodes -----------------------------------------------------------------------
