@@ -631,9 +631,10 @@ _JSON_SCALARS = frozenset({str, int, float, bool})
 class ValuePool:
     """One shared copy of each value many cached statuses hold (a node's statuses repeat a lot).
 
-    Keys are exact: pass-through JSON values and small structs are looked up by
-    their type and JSON text (so ``1``, ``1.0`` and ``true`` never stand in for
-    each other), timestamps by value (UTC datetimes only). Strings that repeat
+    Sharing is exact: pass-through JSON values are looked up by their JSON text,
+    small structs by themselves and then checked against their JSON text (so ``1``,
+    ``1.0`` and ``true`` never stand in for each other), timestamps by value (UTC
+    datetimes only). Strings that repeat
     by nature (condition types, reasons, images) are ``sys.intern``-ed. The pool
     holds at most ``limit`` values; when full it starts afresh (the statuses
     keep what they share). Not thread-safe: the manager calls it under its lock.
@@ -693,14 +694,31 @@ class ValuePool:
         return value
 
     def struct(self, value: Any) -> Any:
-        """A small immutable struct without unknown fields, shared by its exact JSON form."""
+        """A small immutable struct without unknown fields, shared with an equal one of the same JSON form.
+
+        The struct is its own key (frozen structs hash and compare by type and fields): the
+        pool holds no key beside it. Python equality is looser than JSON's (``1 == True``),
+        so a twin found is shared only when both encode alike.
+        """
         if value.extra is not None:
             return value
+        values = self._values
         try:
-            key = (type(value), _json_encode(value))
+            found = values.get(value)
+        except TypeError:  # a field that cannot be hashed
+            return value
+        if found is None:
+            if len(values) >= self._limit:
+                values.clear()
+            values[value] = value
+            return value
+        if found is value:
+            return value
+        try:
+            same = _json_encode(found) == _json_encode(value)
         except (TypeError, ValueError, OverflowError, RecursionError):
             return value
-        return self._get(key, value)
+        return found if same else value
 
 
 _JSON_KEY = "json"

@@ -13,6 +13,7 @@ Watches (long streams) and requests through a proxy stay on urllib3 (see ``http.
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import ssl
@@ -88,7 +89,7 @@ class _Connection:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.reader: BinaryIO = sock.makefile("rb", buffering=65536)  # type: ignore[assignment]
+        self.reader: BinaryIO = sock.makefile("rb", buffering=16384)  # type: ignore[assignment]
 
     def dropped(self) -> bool:
         """The server closed it (or sent something unasked) while it sat idle in the pool."""
@@ -248,10 +249,8 @@ class ConnectionPool:
 
 def _close_all(connections: list[_Connection]) -> None:
     for conn in connections:
-        try:
+        with contextlib.suppress(OSError):
             conn.close()
-        except OSError:
-            pass
     connections.clear()
 
 

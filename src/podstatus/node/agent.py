@@ -1202,6 +1202,9 @@ class PodWatcher:
                     pods, resource_version = self.client.list_pods(field_selector=self.field_selector)
                     self.relists += 1
                     self.handler.relist(pods)
+                    # The handler keeps lean copies; the list as decoded (managedFields and
+                    # all) must not live on for as long as the watch that follows it.
+                    del pods
                 for kind, pod in self.client.watch_pods(
                     field_selector=self.field_selector,
                     resource_version=resource_version,

@@ -170,7 +170,8 @@ class SimulatedProvider:
             capacity={"cpu": "64", "memory": "256Gi", "pods": "110"},
             labels={"type": "podstatus-simulated"},
         )
-        self.rng = random.Random(seed)
+        self._seed = seed
+        self._rng: random.Random | None = None  # 2.5 KB of state: made when first drawn from
         self.notifier: PodNotifier | None = None
         self._sims: dict[str, SimPod] = {}
         self._lock = threading.RLock()
@@ -179,6 +180,13 @@ class SimulatedProvider:
         self._timer = shared_timer()
         self._stop = threading.Event()
         self._ip_counter = itertools.count(2)
+
+    @property
+    def rng(self) -> random.Random:
+        rng = self._rng
+        if rng is None:
+            rng = self._rng = random.Random(self._seed)
+        return rng
 
     # -- the provider protocol ---------------------------------------------------------
 
@@ -229,7 +237,7 @@ class SimulatedProvider:
             sim.deleting = True
             sim.generation += 1  # cancel pending lifecycle steps
         # Containers take a moment to stop, never longer than the grace period.
-        delay = min(float(grace_period_seconds), self.rng.uniform(*self.timings.stop))
+        delay = min(float(grace_period_seconds), self._draw(self.timings.stop))
         if delay > 0:
             self._stop.wait(delay)
         with self._lock:
@@ -354,7 +362,7 @@ class SimulatedProvider:
     def _after(
         self, sim: SimPod, delay: tuple[float, float] | float, action: Callable[..., None], *args: Any
     ) -> None:
-        seconds = delay if isinstance(delay, float | int) else self.rng.uniform(*delay)
+        seconds = float(delay) if isinstance(delay, float | int) else self._draw(delay)
         if seconds <= 0:
             # A step that takes no time happens in the same instant: it runs before the status
             # is published, as a kubelet's relist sees a container created, started and ready
@@ -362,6 +370,10 @@ class SimulatedProvider:
             sim.steps.append((action, args))
             return
         self._timer.call_later(seconds, self._fire, sim.uid, sim.generation, action, args)
+
+    def _draw(self, span: tuple[float, float]) -> float:
+        low, high = span
+        return low if low == high else self.rng.uniform(low, high)
 
     def _fire(self, uid: str, generation: int, action: Callable[..., None], args: tuple[Any, ...]) -> None:
         with self._lock:
