@@ -285,11 +285,11 @@ def test_lean_pod_drops_managed_fields_and_shares_an_equal_spec() -> None:
     expected = second.to_dict()
     del expected["metadata"]["managedFields"]
     assert lean.to_dict() == expected
-    # Another pod's spec, or a different one, is never taken.
+    # A different spec is never taken: the pod keeps its own (equal on the wire).
     other = Pod.from_dict({**wire, "metadata": {**wire["metadata"], "uid": "u2"}})
-    assert lean_pod(second, other).spec is second.spec
+    assert lean_pod(second, other).spec == second.spec
     changed = Pod.from_dict({**wire, "spec": {**wire["spec"], "nodeName": "n2"}})
-    assert lean_pod(changed, first).spec is changed.spec
+    assert lean_pod(changed, first).spec == changed.spec != first.spec
     bare = lean_pod(first)
     assert lean_pod(bare) is bare  # nothing to drop: the same object
 
@@ -317,3 +317,50 @@ def test_lean_pod_shares_equal_metadata_parts_and_the_cached_status() -> None:
     assert lean_pod(pending, first, cached).status is pending.status
     relabelled = Pod.from_dict({**wire, "metadata": {**wire["metadata"], "labels": {"app": "db"}}})
     assert lean_pod(relabelled, first).metadata.labels == {"app": "db"}
+
+
+def test_pods_of_one_template_hold_its_parts_once() -> None:
+    """Across pods (other UIDs, other nodes), equal containers, labels and owners are one copy."""
+    from podstatus.podmanager import lean_pod, shared_parts
+
+    def pod(i: int, node: str) -> Pod:
+        wire = _wire_pod(
+            labels={"app": "web", "pod-template-hash": "5d4f"},
+            ownerReferences=[
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d4f", "uid": "rs1"}
+            ],
+        )
+        wire["metadata"].update(name=f"web-{i}", uid=f"uid-{i}")
+        wire["spec"] = {
+            "nodeName": node,
+            "restartPolicy": "Always",
+            "containers": [{"name": "app", "image": "nginx:1.27", "resources": {"requests": {"cpu": "10m"}}}],
+            "tolerations": [{"key": "virtual-kubelet.io/provider", "operator": "Exists"}],
+        }
+        return Pod.from_dict(wire)
+
+    a, b, c = lean_pod(pod(1, "n1")), lean_pod(pod(2, "n1")), lean_pod(pod(3, "n2"))
+    assert a.spec is b.spec  # the same template on the same node: one spec
+    assert c.spec is not a.spec and c.spec.node_name == "n2"
+    assert c.spec.containers is a.spec.containers and c.spec.tolerations is a.spec.tolerations
+    assert a.metadata.labels is b.metadata.labels is c.metadata.labels
+    assert a.metadata.owner_references is c.metadata.owner_references
+    assert [p.metadata.uid for p in (a, b, c)] == ["uid-1", "uid-2", "uid-3"]
+    for i, lean in ((1, a), (2, b), (3, c)):
+        assert lean.to_dict() == pod(i, lean.spec.node_name or "").to_dict()  # the same pod on the wire
+    assert len(shared_parts) > 0
+
+
+def test_shared_parts_are_exact_and_bounded() -> None:
+    from podstatus.podmanager import SharedParts
+
+    parts = SharedParts(limit=3)
+    one, true = {"x": 1}, {"x": True}
+    assert parts.get("labels", one) is one
+    assert parts.get("labels", true) is true  # equal in Python, not on the wire: not shared
+    assert parts.get("labels", {"x": 1}) is one
+    assert parts.get("annotations", {"x": 1}) is not one  # another field: its own table entry
+    for i in range(5):
+        parts.get("labels", {"n": i})
+    assert len(parts) <= 3
+    assert parts.get("labels", "word") == "word" and parts.get("labels", None) is None

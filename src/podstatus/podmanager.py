@@ -13,11 +13,14 @@ to the mirror pod, so the manager needs the UID translations kept here.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
-from .types import Pod, PodStatus
+import msgspec
+
+from .types import Pod, PodSpec, PodStatus
 
 __all__ = [
     "API_SOURCE",
@@ -25,6 +28,7 @@ __all__ = [
     "CONFIG_SOURCE_ANNOTATION_KEY",
     "BasicPodManager",
     "PodManager",
+    "SharedParts",
     "is_mirror_pod",
     "is_static_pod",
     "lean_pod",
@@ -63,6 +67,111 @@ def pod_full_name(pod: Pod) -> tuple[str, str]:
     return (pod.namespace, pod.name)
 
 
+class SharedParts:
+    """Parts many pods hold alike, held once per process: their template's spec, labels, owners.
+
+    Pods of one template (a Deployment's, a Job's) have equal containers, tolerations,
+    labels and annotations; across a thousand nodes those were a thousand copies of the
+    same values. A part is looked up by its field and exact JSON text (so ``1`` and
+    ``true`` never stand in for each other) and the first copy is kept. At most
+    ``limit`` parts are held; when full, the table starts afresh (the pods keep what
+    they share). Safe from several threads: a lookup that races another only misses a
+    chance to share.
+    """
+
+    __slots__ = ("_limit", "_values")
+
+    def __init__(self, limit: int = 8192) -> None:
+        self._limit = limit
+        self._values: dict[tuple[str, bytes], Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def get(self, name: str, value: Any) -> Any:
+        """The held copy of ``value`` (the part ``name`` of a pod), or ``value`` itself, now held."""
+        if value is None or type(value) in _SCALARS:
+            return value
+        try:
+            key = (name, _json_encode(value))
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return value
+        values = self._values
+        found = values.get(key)
+        if found is not None:
+            return found
+        if len(values) >= self._limit:
+            values.clear()
+        values[key] = value
+        return value
+
+    def spec(self, spec: PodSpec) -> PodSpec:
+        """``spec`` held once, its parts shared with other specs (a pod's own node name aside)."""
+        try:
+            key = ("spec", _json_encode(spec))
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return spec
+        found: PodSpec | None = self._values.get(key)
+        if found is not None:
+            return found
+        changes: dict[str, Any] = {}
+        for name in _SPEC_PARTS:
+            value = getattr(spec, name)
+            if value is not None:
+                shared = self.get(name, value)
+                if shared is not value:
+                    changes[name] = shared
+        for name in _SPEC_WORDS:
+            value = getattr(spec, name)
+            if type(value) is str and (word := sys.intern(value)) is not value:
+                changes[name] = word
+        held = spec.replace(**changes) if changes else spec
+        if len(self._values) >= self._limit:
+            self._values.clear()
+        self._values[key] = held
+        return held
+
+
+_SCALARS = frozenset({str, int, float, bool})
+_json_encode = msgspec.json.encode
+# Parts of a spec that pods of one template have alike (not the node name, not the hostname).
+_SPEC_PARTS = (
+    "volumes",
+    "init_containers",
+    "containers",
+    "node_selector",
+    "security_context",
+    "image_pull_secrets",
+    "affinity",
+    "tolerations",
+    "host_aliases",
+    "dns_config",
+    "readiness_gates",
+    "overhead",
+    "topology_spread_constraints",
+    "os",
+    "scheduling_gates",
+    "resource_claims",
+    "resources",
+)
+# Words many specs repeat (policies, names of shared things, the node).
+_SPEC_WORDS = (
+    "restart_policy",
+    "dns_policy",
+    "service_account_name",
+    "service_account",
+    "node_name",
+    "scheduler_name",
+    "priority_class_name",
+    "runtime_class_name",
+    "preemption_policy",
+)
+_META_PARTS = ("labels", "annotations", "owner_references")
+
+# The process's table of shared pod parts (lean_pod's).
+shared_parts = SharedParts()
+
+
 def lean_pod(pod: Pod, like: Pod | None = None, status: PodStatus | None = None) -> Pod:
     """``pod`` as a cache should hold it: no ``managedFields``, and the parts it shares held once.
 
@@ -71,7 +180,9 @@ def lean_pod(pod: Pod, like: Pod | None = None, status: PodStatus | None = None)
     server sends it, and nothing a node reads it (kube-controller-manager's informers
     drop it likewise). The spec, labels, annotations and owners equal to those of ``like``
     (an earlier copy of the same pod), and a status equal to ``status`` (the one the status
-    manager caches), are taken from them: held once, not once per copy.
+    manager caches), are taken from them: held once, not once per copy. A pod seen for the
+    first time shares its spec's parts, labels, annotations and owners with other pods
+    (:class:`SharedParts`): pods of one template hold them once between them.
     """
     changes: dict[str, Any] = {}
     meta = pod.metadata
@@ -82,10 +193,21 @@ def lean_pod(pod: Pod, like: Pod | None = None, status: PodStatus | None = None)
         if like.spec is not pod.spec and like.spec == pod.spec:
             changes["spec"] = like.spec
         old = like.metadata
-        for name in ("labels", "annotations", "owner_references"):
+        for name in _META_PARTS:
             mine, theirs = getattr(meta, name), getattr(old, name)
             if mine is not theirs and mine is not None and mine == theirs:
                 meta_changes[name] = theirs
+    else:
+        spec = shared_parts.spec(pod.spec)
+        if spec is not pod.spec:
+            changes["spec"] = spec
+        for name in _META_PARTS:
+            mine = getattr(meta, name)
+            shared = shared_parts.get(name, mine)
+            if shared is not mine:
+                meta_changes[name] = shared
+        if type(meta.namespace) is str and (namespace := sys.intern(meta.namespace)) is not meta.namespace:
+            meta_changes["namespace"] = namespace
     if meta_changes:
         changes["metadata"] = meta.replace(**meta_changes)
     if status is not None and pod.status is not status and pod.status == status:

@@ -144,6 +144,18 @@ def _non_kubelet_conditions(pod: Pod) -> tuple[tuple[str, str], ...]:
     return tuple((c.type, c.status) for c in pod.status.conditions or () if not is_kubelet_owned(c.type))
 
 
+def _sharing(status: PodStatus, cached: PodStatus | None) -> PodStatus:
+    """``status`` with the parts equal to ``cached``'s taken from it (one copy, not two)."""
+    if cached is None:
+        return status
+    changes: dict[str, Any] = {}
+    for name in ("container_statuses", "init_container_statuses", "pod_ips", "pod_ip", "host_ips"):
+        mine, theirs = getattr(status, name), getattr(cached, name)
+        if mine is not theirs and mine is not None and mine == theirs:
+            changes[name] = theirs
+    return status.replace(**changes) if changes else status
+
+
 def _waiting(c: Any, reason: str) -> ContainerStatus:
     return ContainerStatus(
         name=c.name,
@@ -1062,6 +1074,10 @@ class NodeAgent:
                 self.manager.set_pod_status(state.pod, complete)
             except InvalidObjectError as err:
                 self._refuse(state, f"provider reported an invalid status: {err}")
+                return
+            if type(status) is PodStatus:
+                # Kept for the next completion: what equals the cached status is held once.
+                state.last_report = _sharing(status, self.manager.get_pod_status(pod_uid))
 
     def _refuse(self, state: _PodState, message: str) -> None:
         _log(logging.ERROR, message, pod=state.pod.key(), podUID=state.pod.uid)
