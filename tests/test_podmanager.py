@@ -298,6 +298,7 @@ def test_lean_pod_shares_equal_metadata_parts_and_the_cached_status() -> None:
     from podstatus.podmanager import lean_pod
 
     wire = _wire_pod(
+        creationTimestamp="2026-12-03T10:00:00Z",
         labels={"app": "web"},
         annotations={"note": "x"},
         ownerReferences=[{"apiVersion": "v1", "kind": "Job", "name": "j", "uid": "j1"}],
@@ -307,6 +308,8 @@ def test_lean_pod_shares_equal_metadata_parts_and_the_cached_status() -> None:
     cached = Pod.from_dict(wire).status
     lean = lean_pod(second, first, cached)
     assert lean.metadata.labels is first.metadata.labels
+    assert lean.metadata.name is first.metadata.name and lean.metadata.uid is first.metadata.uid
+    assert lean.metadata.creation_timestamp is first.metadata.creation_timestamp
     assert lean.metadata.annotations is first.metadata.annotations
     assert lean.metadata.owner_references is first.metadata.owner_references
     assert lean.metadata.resource_version == "8"

@@ -167,6 +167,8 @@ _SPEC_WORDS = (
     "preemption_policy",
 )
 _META_PARTS = ("labels", "annotations", "owner_references")
+# What the copies of one pod have alike (taken from the earlier copy: held once).
+_META_SAME = ("name", "generate_name", "namespace", "uid", "creation_timestamp", *_META_PARTS)
 
 # The process's table of shared pod parts (lean_pod's).
 shared_parts = SharedParts()
@@ -193,7 +195,7 @@ def lean_pod(pod: Pod, like: Pod | None = None, status: PodStatus | None = None)
         if like.spec is not pod.spec and like.spec == pod.spec:
             changes["spec"] = like.spec
         old = like.metadata
-        for name in _META_PARTS:
+        for name in _META_SAME:
             mine, theirs = getattr(meta, name), getattr(old, name)
             if mine is not theirs and mine is not None and mine == theirs:
                 meta_changes[name] = theirs
