@@ -27,10 +27,10 @@ for _p in (str(ROOT), str(ROOT / "src")):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from bench import bench_e2e, bench_memory, bench_resync, bench_setter, bench_types  # noqa: E402
+from bench import bench_e2e, bench_memory, bench_resync, bench_setter, bench_transport, bench_types  # noqa: E402
 from bench._common import machine  # noqa: E402
 
-NAMES = ("types", "setter", "memory", "resync", "e2e", "scaling")
+NAMES = ("types", "setter", "memory", "resync", "transport", "e2e", "scaling")
 
 # Sizes of every benchmark: the full run (make bench) and a smoke run (--quick).
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
@@ -39,6 +39,7 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "setter": {"pods": 10_000, "calls": 20_000, "peer_calls": 600, "repeats": 5},
         "memory": {"pods": 100_000, "peer_pods": 2_000},
         "resync": {"pods": 100_000},
+        "transport": {"requests": 2_000, "repeats": 5},
         "e2e": {"pods": 1_000, "changes_per_pod": 5, "rate": 100.0, "latency": 0.005},
         "scaling": {"pods": 10_000, "changes_per_pod": 0.2, "rate": 100.0, "latency": 0.005},
     },
@@ -47,6 +48,7 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "setter": {"pods": 100, "calls": 200, "peer_calls": 20, "repeats": 2},
         "memory": {"pods": 300, "peer_pods": 20},
         "resync": {"pods": 300},
+        "transport": {"requests": 50, "repeats": 2},
         "e2e": {"pods": 20, "changes_per_pod": 2, "rate": 400.0, "latency": 0.005},
         "scaling": {"pods": 60, "changes_per_pod": 0.5, "rate": 400.0, "latency": 0.005},
     },
@@ -57,6 +59,7 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "setter": bench_setter.run,
     "memory": bench_memory.run,
     "resync": bench_resync.run,
+    "transport": bench_transport.run,
     "e2e": bench_e2e.run,
     "scaling": bench_e2e.run,
 }
@@ -240,6 +243,18 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 "",
                 "",
                 f"0 requests, < {r['target_s']:g} s",
+                _met(r["met"]),
+            )
+        )
+    r = results.get("transport")
+    if r:
+        out.append(
+            (
+                "transport: client CPU per status PATCH (lean keep-alive vs urllib3 pool)",
+                _us(r["ours_us"]),
+                _us(r["peer_us"]),
+                _x(r["ratio"]),
+                f"≥ {r['target']:g}x",
                 _met(r["met"]),
             )
         )
@@ -434,6 +449,16 @@ def scale_summary(path: Path) -> list[str]:
     def total(r: dict[str, Any]) -> int:
         return sum(r.get("requests", {}).values())
 
+    def per_pod(r: dict[str, Any]) -> float | None:
+        # Requests on pods and their subresources but the driver's creates: one pod's lifecycle.
+        by = r.get("requests_by_resource") or {}
+        n = sum(
+            c
+            for k, c in by.items()
+            if k.split(" ")[-1].split("/")[0] == "pods" and not k.startswith("create ")
+        )
+        return n / r["pods"] if by and r.get("pods") else None
+
     def ratio(a: float | None, b: float | None) -> str:
         return f"{a / b:.2f}×" if a is not None and b else "—"
 
@@ -450,8 +475,8 @@ def scale_summary(path: Path) -> list[str]:
         "alone on the embedded server (KWOK needs a kube-apiserver).",
         "",
         "| size | all Running+Ready (s) podstatus / KWOK | ratio | CPU (s) ratio | peak RSS ratio | requests ratio | "
-        "create rate (pods/s) | missed heartbeats (podstatus) |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "pod requests per pod, ratio | create rate (pods/s) | missed heartbeats (podstatus) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for (nodes, pods, scheduled, server), by in sorted(runs.items()):
         ps, kw = by.get("podstatus"), by.get("kwok")
@@ -473,6 +498,7 @@ def scale_summary(path: Path) -> list[str]:
                 ratio(ps.get("cpu_s"), kw.get("cpu_s")),
                 ratio(ps.get("peak_rss"), kw.get("peak_rss")),
                 ratio(total(ps), total(kw)),
+                ratio(per_pod(ps), per_pod(kw)),
             ]
         else:
             rss = ps.get("peak_rss")
@@ -483,6 +509,7 @@ def scale_summary(path: Path) -> list[str]:
                 f"{ps.get('cpu_s') or 0:.0f} s",
                 f"{(rss or 0) / 2**20:,.0f} MiB",
                 f"{total(ps):,}",
+                f"{p:.2f}" if (p := per_pod(ps)) is not None else "—",
             ]
         row += [f"{ps.get('create_rate') or 0:.0f}", missed(ps)]
         out.append("| " + " | ".join(row) + " |")

@@ -67,6 +67,7 @@ def test_scale_smoke_on_podstatus_serve(tmp_path: Path) -> None:
     assert result.not_ready_samples == 0 and result.stale_lease_samples == 0
     row = dict(zip(harness.COLUMNS, harness.row(result)))
     assert row["size"] == "2 × 10 on podstatus serve"
+    assert float(row["pod requests per pod"]) >= 1.0  # at least its status write per pod
     assert row["apiserver CPU (s)"] != "—" and row["etcd CPU (s)"] == "—"
 
 
@@ -95,6 +96,37 @@ def test_table_has_a_row_and_a_ratio_per_size() -> None:
     assert ratio["contender CPU (s)"] == "2.00×"
     assert ratio["peak RSS (MiB)"] == "2.00×"
     assert ratio["API requests"] == "3.00×"
+
+
+def test_pod_requests_per_pod_count_the_pod_lifecycle_only() -> None:
+    """Status writes, deletes, gets, list and watch of pods, per pod; not Leases, Nodes or creates."""
+    done = {"completed": True, "ready_s": 2.0}
+    ps = harness.RunResult(
+        "podstatus",
+        10,
+        100,
+        requests_by_resource={
+            "patch pods/status": 190,
+            "delete pods": 90,
+            "list pods": 1,
+            "watch pods": 1,
+            "update leases": 500,
+            "create nodes": 10,
+            "create pods": 7,
+        },
+        **done,
+    )
+    kw = harness.RunResult(
+        "kwok",
+        10,
+        100,
+        requests_by_resource={"patch pods/status": 110, "delete pods": 190, "update leases": 40},
+        **done,
+    )
+    rows = harness.table_rows([kw, ps])
+    assert dict(zip(harness.COLUMNS, rows[1]))["pod requests per pod"] == "2.82"
+    assert dict(zip(harness.COLUMNS, rows[0]))["pod requests per pod"] == "3.00"
+    assert dict(zip(harness.COLUMNS, rows[2]))["pod requests per pod"] == "0.94×"
 
 
 def test_an_incomplete_run_gets_no_ratio() -> None:

@@ -47,6 +47,7 @@ def test_benchmarks_page_carries_the_scale_ratios(tmp_path: Path) -> None:
             "cpu_s": cpu,
             "peak_rss": rss,
             "requests": {"patch": patches, "delete": 100},
+            "requests_by_resource": {"patch pods/status": patches, "delete pods": 100, "update leases": 40},
             "create_rate": 250.0,
             "heartbeat_samples": 8,
             "not_ready_samples": 0,
@@ -67,6 +68,6 @@ def test_benchmarks_page_carries_the_scale_ratios(tmp_path: Path) -> None:
     )
     lines = scale_summary(page)
     rows = [line for line in lines if line.startswith("| 10 × 100")]
-    assert rows[0] == "| 10 × 100 | 1.0 / 2.0 | 0.50× | 1.50× | 0.50× | 0.75× | 250 | 1 of 80 |"
-    assert rows[1] == "| 10 × 100 on podstatus serve | 3.0 | — | 4 s | 300 MiB | 400 | 250 | 1 of 80 |"
+    assert rows[0] == "| 10 × 100 | 1.0 / 2.0 | 0.50× | 1.50× | 0.50× | 0.75× | 0.75× | 250 | 1 of 80 |"
+    assert rows[1] == "| 10 × 100 on podstatus serve | 3.0 | — | 4 s | 300 MiB | 400 | 4.00 | 250 | 1 of 80 |"
     assert scale_summary(tmp_path / "absent.json") == []

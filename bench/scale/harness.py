@@ -1005,6 +1005,7 @@ COLUMNS = (
     "peak RSS (MiB)",
     "API requests",
     "of which Events",
+    "pod requests per pod",
     "apiserver CPU (s)",
     "etcd CPU (s)",
     "missed heartbeats",
@@ -1014,6 +1015,18 @@ COLUMNS = (
 
 def _events(r: RunResult) -> int:
     return sum(n for k, n in r.requests_by_resource.items() if k.split(" ")[-1] == "events")
+
+
+def _pod_requests_per_pod(r: RunResult) -> float | None:
+    """Requests on pods (create excepted: the driver's) per pod: the cost of one pod's lifecycle."""
+    if not r.requests_by_resource or not r.pods:
+        return None
+    n = sum(
+        count
+        for key, count in r.requests_by_resource.items()
+        if key.split(" ")[-1].split("/")[0] == "pods" and not key.startswith("create ")
+    )
+    return n / r.pods
 
 
 def _per_minute(r: RunResult) -> float | None:
@@ -1043,6 +1056,7 @@ def row(r: RunResult) -> list[str]:
         _fmt(r.peak_rss / 2**20 if r.peak_rss else None, 0),
         str(r.total_requests) if r.requests else "—",
         str(_events(r)) if r.requests_by_resource else "—",
+        _fmt(_pod_requests_per_pod(r), 2),
         _fmt(r.server_cpu.get("kube-apiserver", r.server_cpu.get(SERVE))),
         _fmt(r.server_cpu.get("etcd")),
         f"{missed} of {r.heartbeat_samples * r.nodes}",
@@ -1070,6 +1084,7 @@ def ratio_row(ps: RunResult, kw: RunResult) -> list[str]:
         _ratio(rss(ps), rss(kw)),
         _ratio(ps.total_requests or None, kw.total_requests or None),
         f"w/o Events: {without_events}",
+        _ratio(_pod_requests_per_pod(ps), _pod_requests_per_pod(kw)),
         _ratio(ps.server_cpu.get("kube-apiserver"), kw.server_cpu.get("kube-apiserver")),
         _ratio(ps.server_cpu.get("etcd"), kw.server_cpu.get("etcd")),
         "",
@@ -1252,7 +1267,10 @@ to the last DELETED event. *contender CPU*, *peak RSS*: of the contender's proce
 contender made, counted from the apiserver's audit log by user agent (`apiserver_request_total` in
 v1.37 has no user-agent label, so it cannot tell the contender from the driver); *of which Events*:
 the Events podstatus wrote (all of the kubelet's, or only the Warning ones: see *Events* above) and
-KWOK does not write, so the ratio row gives the requests without them too. *apiserver / etcd CPU*: their CPU-seconds over the
+KWOK does not write, so the ratio row gives the requests without them too. *pod requests per pod*: the
+contender's requests on pods and their subresources (status writes, deletes, gets, the list and the
+watch), per pod: what one pod's lifecycle costs, without the heartbeats (Leases, Node status), which
+grow with the nodes and the length of the run, not with the pods. *apiserver / etcd CPU*: their CPU-seconds over the
 run, the driver's requests included (the same for both). *missed heartbeats*: node samples (every
 5 s, every node) whose Ready condition was not True or whose Lease was older than its
 `leaseDurationSeconds`, which a node lifecycle controller would turn into Unknown. *load at start*:
