@@ -462,6 +462,16 @@ def scale_summary(path: Path) -> list[str]:
     def ratio(a: float | None, b: float | None) -> str:
         return f"{a / b:.2f}×" if a is not None and b else "—"
 
+    def after_start(r: dict[str, Any]) -> float | None:
+        cpu, start = r.get("cpu_s"), r.get("start_cpu_s")
+        return cpu - start if cpu is not None and start is not None else None
+
+    def cpu_ratio(ps: dict[str, Any], kw: dict[str, Any]) -> str:
+        total_ratio = ratio(ps.get("cpu_s"), kw.get("cpu_s"))
+        if after_start(ps) is None or after_start(kw) is None:
+            return total_ratio
+        return f"{total_ratio} (after start-up {ratio(after_start(ps), after_start(kw))})"
+
     def missed(r: dict[str, Any]) -> str:
         bad = r.get("not_ready_samples", 0) + r.get("stale_lease_samples", 0)
         return f"{bad} of {r.get('heartbeat_samples', 0) * r['nodes']:,}"
@@ -495,7 +505,7 @@ def scale_summary(path: Path) -> list[str]:
                 size,
                 up,
                 ratio(ps.get("ready_s"), kw.get("ready_s")),
-                ratio(ps.get("cpu_s"), kw.get("cpu_s")),
+                cpu_ratio(ps, kw),
                 ratio(ps.get("peak_rss"), kw.get("peak_rss")),
                 ratio(total(ps), total(kw)),
                 ratio(per_pod(ps), per_pod(kw)),

@@ -94,6 +94,10 @@ def test_table_has_a_row_and_a_ratio_per_size() -> None:
     assert [r[1] for r in rows] == ["kwok", "podstatus", "**podstatus / KWOK**"]
     ratio = dict(zip(harness.COLUMNS, rows[2]))
     assert ratio["contender CPU (s)"] == "2.00×"
+    assert ratio["of which start-up (s)"] == "w/o: —"  # no start-up figure: no ratio without it
+    ps.start_cpu_s, kw.start_cpu_s = 2.0, 1.5
+    ratio = dict(zip(harness.COLUMNS, harness.table_rows([kw, ps])[2]))
+    assert ratio["of which start-up (s)"] == "w/o: 4.00×"  # (4 - 2) / (2 - 1.5)
     assert ratio["peak RSS (MiB)"] == "2.00×"
     assert ratio["API requests"] == "3.00×"
 

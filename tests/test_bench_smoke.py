@@ -71,3 +71,9 @@ def test_benchmarks_page_carries_the_scale_ratios(tmp_path: Path) -> None:
     assert rows[0] == "| 10 × 100 | 1.0 / 2.0 | 0.50× | 1.50× | 0.50× | 0.75× | 0.75× | 250 | 1 of 80 |"
     assert rows[1] == "| 10 × 100 on podstatus serve | 3.0 | — | 4 s | 300 MiB | 400 | 4.00 | 250 | 1 of 80 |"
     assert scale_summary(tmp_path / "absent.json") == []
+    # With the start-up CPU recorded, the CPU ratio says what the pods cost apart from it.
+    data = json.loads(page.read_text())
+    data["results"][0]["start_cpu_s"], data["results"][1]["start_cpu_s"] = 0.5, 1.0
+    page.write_text(json.dumps(data))
+    row = next(line for line in scale_summary(page) if line.startswith("| 10 × 100 |"))
+    assert "| 1.50× (after start-up 1.00×) |" in row
