@@ -144,3 +144,31 @@ def test_deleting_publishes_the_stopped_containers_once() -> None:
         assert provider.get_pod_status(pod) is None
     finally:
         provider.close()
+
+
+def test_the_agent_keeps_the_providers_last_report_sharing_the_cached_status() -> None:
+    """What the last report and the cached status have alike (container statuses, IPs) is one copy."""
+    from nodekit import make_agent, pod_manifest, wait_for
+
+    from podstatus.clients.embedded import EmbeddedClient
+    from podstatus.server.http import EmbeddedApiServer
+
+    with EmbeddedApiServer() as srv:
+        client = EmbeddedClient(srv)
+        agent = make_agent(client, SimulatedProvider(timings=ZERO), "vn-1")
+        agent.start()
+        try:
+            pod = client.create_pod(pod_manifest("web"), "default")
+            cached = wait_for(
+                lambda: (
+                    (s := agent.manager.get_pod_status(pod.uid)) is not None and s.phase == "Running" and s
+                ),
+                what="the pod running",
+            )
+            report = agent.pod_states()[pod.uid].last_report
+            assert report is not None and report.container_statuses is not None
+            assert report.container_statuses is cached.container_statuses
+            assert report.pod_ips is cached.pod_ips
+            assert report.conditions is None  # the provider's own report: no conditions of the agent's
+        finally:
+            agent.stop()
