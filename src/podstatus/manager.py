@@ -37,6 +37,7 @@ from .conditions import (
     is_terminal_phase,
 )
 from .errors import ApiError, ConflictError, InvalidObjectError, NotFoundError
+from .flags import Flag
 from .podmanager import is_mirror_pod, is_static_pod, lean_pod
 from .statusutil import (
     ValuePool,
@@ -209,7 +210,9 @@ class Manager:
         self._opts = options
         self._lock = threading.RLock()
         self._statuses: dict[str, _Entry] = {}
-        self._pool = ValuePool()
+        # Managers on one sync pool share its value pool: equal conditions and times of
+        # pods on different nodes are held once.
+        self._pool = options.sync_pool.values if options.sync_pool is not None else ValuePool()
         self._now_second = 0
         self._now_value = now_seconds()
         # (mirror) pod UID -> last version known to be on the API server.
@@ -223,8 +226,8 @@ class Manager:
         self._consistent: dict[str, tuple[PodStatus, PodStatus | None, str, str]] = {}
         # (not_before, uid) of pods waiting out a back-off.
         self._backoff_heap: list[tuple[float, str]] = []
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
+        self._wake = Flag()
+        self._stopping = Flag()
         self._thread: threading.Thread | None = None
         self._workers: list[threading.Thread] = []
         # Worker queue (workers > 1): heap of (priority, seq, pod uid); a pod is queued or in flight once.
@@ -258,7 +261,7 @@ class Manager:
             with self._lock:
                 if self._attached:
                     return
-                self._stopping = threading.Event()
+                self._stopping = Flag()
                 self._attached = True
                 self._pool_generation += 1
                 self._pass_wanted = True  # statuses set before start are owed
@@ -274,7 +277,7 @@ class Manager:
                 return
             # Each run has its own stop flag: a thread of an earlier run that is still stuck in a
             # request (stop() does not wait for those) sees its own flag and ends, never joining this run.
-            stopping = self._stopping = threading.Event()
+            stopping = self._stopping = Flag()
             self._thread = threading.Thread(
                 target=self._loop, args=(stopping,), name="podstatus-sync", daemon=True
             )

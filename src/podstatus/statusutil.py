@@ -637,7 +637,9 @@ class ValuePool:
     datetimes only). Strings that repeat
     by nature (condition types, reasons, images) are ``sys.intern``-ed. The pool
     holds at most ``limit`` values; when full it starts afresh (the statuses
-    keep what they share). Not thread-safe: the manager calls it under its lock.
+    keep what they share). Several threads may share one (the status managers of a
+    sync pool): each step is one dict operation, and a race only misses a chance
+    to share (values are immutable; an ``items`` tuple holds its items).
     """
 
     __slots__ = ("_limit", "_values")

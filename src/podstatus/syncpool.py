@@ -27,6 +27,8 @@ import time
 import zlib
 from typing import TYPE_CHECKING
 
+from .statusutil import ValuePool
+
 if TYPE_CHECKING:
     from .manager import Manager
 
@@ -59,6 +61,8 @@ class SyncPool:
         self._threads: list[threading.Thread] = []
         self._closed = False
         self.steps = 0  # steps taken (a pass, a pod sync, or both): for tests and metrics
+        # The value pool of every manager attached (equal parts of statuses held once per process).
+        self.values = ValuePool(limit=65_536)
 
     # -- what managers call ------------------------------------------------------------------
 

@@ -194,3 +194,22 @@ def test_a_stuck_request_of_one_manager_does_not_hold_the_others(world: World) -
         stuck.stop(timeout=2)
     finally:
         pool.close()
+
+
+def test_managers_on_one_pool_hold_equal_status_parts_once(world: World, pool: SyncPool) -> None:
+    """Two nodes' pods whose Ready conditions are equal (same second) share one condition object."""
+    first, second = world.add(make_pod("a")), world.add(make_pod("b"))
+    one = world.manager("fast", sync_pool=pool, sync_period=60)
+    two = world.manager("fast", sync_pool=pool, sync_period=60)
+    own = world.manager("fast", sync_period=60)  # not on the pool: a value pool of its own
+    status = running_status(first)
+    one.set_pod_status(first, status)
+    two.set_pod_status(second, running_status(second))
+    own.set_pod_status(second, running_status(second))
+    a, b, c = (m.get_pod_status(p.uid) for m, p in ((one, first), (two, second), (own, second)))
+    assert a is not None and b is not None and c is not None
+    assert a.conditions is not None and b.conditions is not None and c.conditions is not None
+    ready = [next(x for x in s.conditions or () if x.type == "Ready") for s in (a, b, c)]
+    assert ready[0] == ready[1] == ready[2]
+    assert ready[0] is ready[1]  # one pool between them
+    assert ready[2] is not ready[0]

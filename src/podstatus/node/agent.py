@@ -52,6 +52,7 @@ from ..conditions import (
     is_terminal_phase,
 )
 from ..errors import ApiError, ConflictError, GoneError, InvalidObjectError, NotFoundError
+from ..flags import Flag
 from ..manager import Manager, SyncRecord, new_manager
 from ..podmanager import BasicPodManager, lean_pod
 from ..qos import compute_pod_qos
@@ -319,7 +320,7 @@ class NodeAgent:
         self._node_uid = ""
         self._notifying = False
         self._ready_error: str | None = None
-        self._stop = threading.Event()
+        self._stop = Flag()
         self._watcher = (
             PodWatcher(client, self, f"spec.nodeName={node_name}", timeout=watch_timeout) if watch else None
         )

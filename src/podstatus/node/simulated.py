@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..flags import Flag
 from ..qos import compute_pod_qos
 from ..types import (
     ContainerState,
@@ -178,7 +179,7 @@ class SimulatedProvider:
         # Lifecycle steps run on the process's one timer thread (shared by every simulated
         # provider: a thousand simulated nodes are not a thousand timer threads).
         self._timer = shared_timer()
-        self._stop = threading.Event()
+        self._stop = Flag()
         self._ip_counter = itertools.count(2)
 
     @property
