@@ -723,6 +723,8 @@ class RunResult:
     gone_pods: int = 0
     cpu_s: float | None = None
     start_cpu_s: float | None = None  # the contender's CPU-seconds until every node was Ready
+    up_cpu_s: float | None = None  # ... until every pod was up (create phase = up - start)
+    server_up_cpu: dict[str, float] = field(default_factory=dict)  # the servers' CPU in the create phase
     hold_s: float = 0.0
     hold_cpu_s: float | None = None  # the contender's CPU-seconds while everything was up and idle
     peak_rss: int | None = None
@@ -821,6 +823,7 @@ def run_once(
                 failures.append(f"{manifest['metadata']['name']}: {err}")
 
         t_create = time.monotonic()
+        cpu_create = server.cpu()
         with ThreadPoolExecutor(create_workers) as pool:
             list(pool.map(create, manifests))
         result.create_s = time.monotonic() - t_create
@@ -849,6 +852,9 @@ def run_once(
             )
             return result
         result.ready_s = time.monotonic() - t_create
+        result.up_cpu_s = proc_cpu_seconds(proc.pid)
+        cpu_up = server.cpu()
+        result.server_up_cpu = {k: round(cpu_up[k] - cpu_create.get(k, 0.0), 2) for k in cpu_up}
         lat = tracker.latencies()
         if lat:
             result.pod_p50_ms = lat[len(lat) // 2] * 1000
