@@ -125,8 +125,9 @@ class ManagerOptions:
     sync_pool: SyncPool | None = None
     # Background passes leave a pod's change alone for this many seconds (from its oldest change
     # not yet on the server), so changes that follow one another closely (a pod created, its
-    # sandbox up and its containers started within milliseconds) go out in one write.
-    # ``sync_batch`` does not wait. 0: write at once.
+    # sandbox up and its containers started within milliseconds) go out in one write. A change
+    # users wait on (readiness flipped, the pod finished) is written at once, with whatever was
+    # held. ``sync_batch`` does not wait. 0: write at once.
     coalesce: float = 0.0
 
     @classmethod
@@ -810,8 +811,15 @@ class Manager:
                 if not all:
                     if self._api_versions.get(status_uid, 0) >= entry.version:
                         continue
-                    if window and entry.changed_at is not None and now - entry.changed_at < window:
-                        self._dirty[uid] = None  # held: a later pass sends it with what follows
+                    if (
+                        window
+                        and not entry.urgent
+                        and entry.changed_at is not None
+                        and now - entry.changed_at < window
+                    ):
+                        # Held: a later pass sends it with what follows. A change users wait on
+                        # (readiness flipped, the pod finished) is not held.
+                        self._dirty[uid] = None
                         hold_due = min(hold_due, entry.changed_at + window)
                         continue
                     chosen.append((uid, status_uid, False))
@@ -1187,12 +1195,13 @@ def _ready_status(status: PodStatus) -> str | None:
 
 
 def _is_urgent(old: PodStatus, new: PodStatus) -> bool:
-    """A transition users wait on: readiness flipped, or the pod finished."""
-    if _ready_status(old) != _ready_status(new):
+    """A transition users wait on: the pod (or its containers) became ready or stopped being ready,
+    or the pod finished. A condition appearing as False (a pod starting up) is not one."""
+    if (_ready_status(old) == "True") != (_ready_status(new) == "True"):
         return True
     old_cr = get_condition(old.conditions, CONTAINERS_READY)
     new_cr = get_condition(new.conditions, CONTAINERS_READY)
-    if (old_cr.status if old_cr else None) != (new_cr.status if new_cr else None):
+    if (old_cr is not None and old_cr.status == "True") != (new_cr is not None and new_cr.status == "True"):
         return True
     return is_terminal_phase(new.phase) and not is_terminal_phase(old.phase)
 

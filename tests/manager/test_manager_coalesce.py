@@ -28,6 +28,18 @@ def _pending(pod: Any) -> PodStatus:
     return running_status(pod).replace(phase="Pending", container_statuses=None, conditions=None)
 
 
+def _started(pod: Any) -> PodStatus:
+    """Running, its containers started but not yet ready: nothing users wait on has happened."""
+    status = running_status(pod)
+    return status.replace(
+        conditions=tuple(
+            c.replace(status="False") if c.type in ("Ready", "ContainersReady") else c
+            for c in status.conditions or ()
+        ),
+        container_statuses=tuple(c.replace(ready=False) for c in status.container_statuses or ()),
+    )
+
+
 def test_a_quick_second_change_goes_out_in_the_same_write(world: World, driver: dict[str, Any]) -> None:
     pod = world.add(make_pod("a"))
     m = world.manager("fast", sync_period=60, coalesce=0.3, **driver)
@@ -35,7 +47,7 @@ def test_a_quick_second_change_goes_out_in_the_same_write(world: World, driver: 
     t0 = time.monotonic()
     m.set_pod_status(pod, _pending(pod))
     time.sleep(0.02)
-    m.set_pod_status(pod, running_status(pod))
+    m.set_pod_status(pod, _started(pod))
     assert wait_for(lambda: world.verbs() == ["patch"], timeout=5)
     took = time.monotonic() - t0
     time.sleep(0.35)  # a second write, if any, would have gone out by now
@@ -44,6 +56,26 @@ def test_a_quick_second_change_goes_out_in_the_same_write(world: World, driver: 
     assert world.server_status(pod).phase == "Running"
     assert took >= 0.25  # it waited for company
     assert m.pending_count() == 0
+    m.stop(timeout=2)
+
+
+def test_a_change_users_wait_on_is_not_held(world: World, driver: dict[str, Any]) -> None:
+    """Ready (or finished) goes out at once, taking the change held before it along: one write."""
+    pod = world.add(make_pod("a"))
+    m = world.manager("fast", sync_period=60, coalesce=2.0, **driver)
+    m.start()
+    t0 = time.monotonic()
+    m.set_pod_status(pod, _pending(pod))  # held: nothing users wait on
+    time.sleep(0.05)
+    assert world.verbs() == []
+    m.set_pod_status(pod, running_status(pod))  # Ready: written now, not 2 s after the first change
+    assert wait_for(lambda: world.verbs() == ["patch"], timeout=5)
+    assert time.monotonic() - t0 < 1.5
+    assert world.server_status(pod).phase == "Running"
+    ready = [c for c in world.server_status(pod).conditions or () if c.type == "Ready"]
+    assert ready and ready[0].status == "True"
+    time.sleep(0.1)
+    assert world.verbs() == ["patch"]
     m.stop(timeout=2)
 
 
