@@ -29,6 +29,7 @@ for _p in (str(ROOT), str(ROOT / "src")):
 
 from bench import bench_e2e, bench_memory, bench_resync, bench_setter, bench_transport, bench_types  # noqa: E402
 from bench._common import machine  # noqa: E402
+from bench.scale.harness import RunResult, cpu_after_start, pod_requests_per_pod  # noqa: E402
 
 NAMES = ("types", "setter", "memory", "resync", "transport", "e2e", "scaling")
 
@@ -450,21 +451,13 @@ def scale_summary(path: Path) -> list[str]:
         return sum(r.get("requests", {}).values())
 
     def per_pod(r: dict[str, Any]) -> float | None:
-        # Requests on pods and their subresources but the driver's creates: one pod's lifecycle.
-        by = r.get("requests_by_resource") or {}
-        n = sum(
-            c
-            for k, c in by.items()
-            if k.split(" ")[-1].split("/")[0] == "pods" and not k.startswith("create ")
-        )
-        return n / r["pods"] if by and r.get("pods") else None
+        return pod_requests_per_pod(RunResult(**r))
 
     def ratio(a: float | None, b: float | None) -> str:
         return f"{a / b:.2f}×" if a is not None and b else "—"
 
     def after_start(r: dict[str, Any]) -> float | None:
-        cpu, start = r.get("cpu_s"), r.get("start_cpu_s")
-        return cpu - start if cpu is not None and start is not None else None
+        return cpu_after_start(RunResult(**r))
 
     def cpu_ratio(ps: dict[str, Any], kw: dict[str, Any]) -> str:
         total_ratio = ratio(ps.get("cpu_s"), kw.get("cpu_s"))

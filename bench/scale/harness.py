@@ -1026,7 +1026,7 @@ def _events(r: RunResult) -> int:
     return sum(n for k, n in r.requests_by_resource.items() if k.split(" ")[-1] == "events")
 
 
-def _pod_requests_per_pod(r: RunResult) -> float | None:
+def pod_requests_per_pod(r: RunResult) -> float | None:
     """Requests on pods (create excepted: the driver's) per pod: the cost of one pod's lifecycle."""
     if not r.requests_by_resource or not r.pods:
         return None
@@ -1038,7 +1038,7 @@ def _pod_requests_per_pod(r: RunResult) -> float | None:
     return n / r.pods
 
 
-def _after_start(r: RunResult) -> float | None:
+def cpu_after_start(r: RunResult) -> float | None:
     """CPU-seconds from every node Ready to the end: the pods' share, the process's start-up apart."""
     if r.cpu_s is None or r.start_cpu_s is None:
         return None
@@ -1073,7 +1073,7 @@ def row(r: RunResult) -> list[str]:
         _fmt(r.peak_rss / 2**20 if r.peak_rss else None, 0),
         str(r.total_requests) if r.requests else "—",
         str(_events(r)) if r.requests_by_resource else "—",
-        _fmt(_pod_requests_per_pod(r), 2),
+        _fmt(pod_requests_per_pod(r), 2),
         _fmt(r.server_cpu.get("kube-apiserver", r.server_cpu.get(SERVE))),
         _fmt(r.server_cpu.get("etcd")),
         f"{missed} of {r.heartbeat_samples * r.nodes}",
@@ -1097,12 +1097,12 @@ def ratio_row(ps: RunResult, kw: RunResult) -> list[str]:
         f"{_ratio(ps.pod_p50_ms, kw.pod_p50_ms)} / {_ratio(ps.pod_p99_ms, kw.pod_p99_ms)}",
         _ratio(ps.gone_s, kw.gone_s),
         _ratio(ps.cpu_s, kw.cpu_s),
-        f"w/o: {_ratio(_after_start(ps), _after_start(kw))}",
+        f"w/o: {_ratio(cpu_after_start(ps), cpu_after_start(kw))}",
         _ratio(_per_minute(ps), _per_minute(kw)),
         _ratio(rss(ps), rss(kw)),
         _ratio(ps.total_requests or None, kw.total_requests or None),
         f"w/o Events: {without_events}",
-        _ratio(_pod_requests_per_pod(ps), _pod_requests_per_pod(kw)),
+        _ratio(pod_requests_per_pod(ps), pod_requests_per_pod(kw)),
         _ratio(ps.server_cpu.get("kube-apiserver"), kw.server_cpu.get("kube-apiserver")),
         _ratio(ps.server_cpu.get("etcd"), kw.server_cpu.get("etcd")),
         "",

@@ -29,24 +29,23 @@ class Flag:
         return event.is_set() if event is not None else self._value
 
     def set(self) -> None:
-        event = self._event
-        if event is None:
-            with _promote:
-                event = self._event
-                if event is None:
-                    self._value = True
-                    return
-        event.set()
+        self._change(True)
 
     def clear(self) -> None:
+        self._change(False)
+
+    def _change(self, value: bool) -> None:
         event = self._event
         if event is None:
             with _promote:
                 event = self._event
                 if event is None:
-                    self._value = False
+                    self._value = value
                     return
-        event.clear()
+        if value:
+            event.set()
+        else:
+            event.clear()
 
     def wait(self, timeout: float | None = None) -> bool:
         event = self._event

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
+from .statusutil import ValuePool
 from .types import Pod, PodSpec, PodStatus
 
 __all__ = [
@@ -79,14 +80,13 @@ class SharedParts:
     chance to share.
     """
 
-    __slots__ = ("_limit", "_values")
+    __slots__ = ("_table",)
 
     def __init__(self, limit: int = 8192) -> None:
-        self._limit = limit
-        self._values: dict[tuple[str, bytes], Any] = {}
+        self._table = ValuePool(limit)
 
     def __len__(self) -> int:
-        return len(self._values)
+        return len(self._table)
 
     def get(self, name: str, value: Any) -> Any:
         """The held copy of ``value`` (the part ``name`` of a pod), or ``value`` itself, now held."""
@@ -96,14 +96,7 @@ class SharedParts:
             key = (name, _json_encode(value))
         except (TypeError, ValueError, OverflowError, RecursionError):
             return value
-        values = self._values
-        found = values.get(key)
-        if found is not None:
-            return found
-        if len(values) >= self._limit:
-            values.clear()
-        values[key] = value
-        return value
+        return self._table.share(key, value)
 
     def spec(self, spec: PodSpec) -> PodSpec:
         """``spec`` held once, its parts shared with other specs (a pod's own node name aside)."""
@@ -111,8 +104,8 @@ class SharedParts:
             key = ("spec", _json_encode(spec))
         except (TypeError, ValueError, OverflowError, RecursionError):
             return spec
-        found: PodSpec | None = self._values.get(key)
-        if found is not None:
+        found: PodSpec = self._table.share(key, spec)
+        if found is not spec:
             return found
         changes: dict[str, Any] = {}
         for name in _SPEC_PARTS:
@@ -125,10 +118,9 @@ class SharedParts:
             value = getattr(spec, name)
             if type(value) is str and (word := sys.intern(value)) is not value:
                 changes[name] = word
-        held = spec.replace(**changes) if changes else spec
-        if len(self._values) >= self._limit:
-            self._values.clear()
-        self._values[key] = held
+        if not changes:
+            return spec
+        held: PodSpec = self._table.keep(key, spec.replace(**changes))
         return held
 
 

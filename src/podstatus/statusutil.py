@@ -651,11 +651,14 @@ class ValuePool:
     def __len__(self) -> int:
         return len(self._values)
 
-    def _get(self, key: Any, value: Any) -> Any:
+    def share(self, key: Any, value: Any) -> Any:
+        """The value held under ``key``, or ``value`` itself, now held."""
+        found = self._values.get(key)
+        return found if found is not None else self.keep(key, value)
+
+    def keep(self, key: Any, value: Any) -> Any:
+        """Hold ``value`` under ``key`` (a full pool starts afresh first); returns ``value``."""
         values = self._values
-        found = values.get(key)
-        if found is not None:
-            return found
         if len(values) >= self._limit:
             values.clear()
         values[key] = value
@@ -676,11 +679,11 @@ class ValuePool:
         if found is not None:
             return found
         frozen = _frozen(value)
-        return value if frozen is None else self._get(key, frozen)
+        return value if frozen is None else self.share(key, frozen)
 
     def time(self, value: Any) -> Any:
         if type(value) is datetime and value.tzinfo is UTC:
-            return self._get(value, value)
+            return self.share(value, value)
         return value
 
     def items(self, value: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -689,11 +692,8 @@ class ValuePool:
         found = self._values.get(key)
         if found is not None:
             return found
-        if len(self._values) >= self._limit:
-            self._values.clear()
         # The items themselves stay in the pool while their tuple does (they were added first).
-        self._values[key] = value
-        return value
+        return self.keep(key, value)
 
     def struct(self, value: Any) -> Any:
         """A small immutable struct without unknown fields, shared with an equal one of the same JSON form.
@@ -710,10 +710,7 @@ class ValuePool:
         except TypeError:  # a field that cannot be hashed
             return value
         if found is None:
-            if len(values) >= self._limit:
-                values.clear()
-            values[value] = value
-            return value
+            return self.keep(value, value)
         if found is value:
             return value
         try:

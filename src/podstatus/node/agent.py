@@ -56,7 +56,7 @@ from ..flags import Flag
 from ..manager import Manager, SyncRecord, new_manager
 from ..podmanager import BasicPodManager, lean_pod
 from ..qos import compute_pod_qos
-from ..statusutil import check_container_state_transition
+from ..statusutil import check_container_state_transition, share_equal_parts
 from ..types import (
     ContainerState,
     ContainerStateWaiting,
@@ -143,18 +143,6 @@ class _PodState:
 
 def _non_kubelet_conditions(pod: Pod) -> tuple[tuple[str, str], ...]:
     return tuple((c.type, c.status) for c in pod.status.conditions or () if not is_kubelet_owned(c.type))
-
-
-def _sharing(status: PodStatus, cached: PodStatus | None) -> PodStatus:
-    """``status`` with the parts equal to ``cached``'s taken from it (one copy, not two)."""
-    if cached is None:
-        return status
-    changes: dict[str, Any] = {}
-    for name in ("container_statuses", "init_container_statuses", "pod_ips", "pod_ip", "host_ips"):
-        mine, theirs = getattr(status, name), getattr(cached, name)
-        if mine is not theirs and mine is not None and mine == theirs:
-            changes[name] = theirs
-    return status.replace(**changes) if changes else status
 
 
 def _waiting(c: Any, reason: str) -> ContainerStatus:
@@ -1078,7 +1066,7 @@ class NodeAgent:
                 return
             if type(status) is PodStatus:
                 # Kept for the next completion: what equals the cached status is held once.
-                state.last_report = _sharing(status, self.manager.get_pod_status(pod_uid))
+                state.last_report = share_equal_parts(status, self.manager.get_pod_status(pod_uid))
 
     def _refuse(self, state: _PodState, message: str) -> None:
         _log(logging.ERROR, message, pod=state.pod.key(), podUID=state.pod.uid)
