@@ -17,14 +17,15 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from .errors import ApiError, InvalidObjectError
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
+# rich is imported where output is drawn: ``podstatus node`` (one process per node in
+# some deployments) never draws and does not pay for importing it.
 log = logging.getLogger("podstatus")
 
 DEFAULT_PODS = 200
@@ -180,13 +181,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_node(args)
         return cmd_simulate(args)
     except (InvalidObjectError, ValueError, OSError) as err:
-        Console(stderr=True).print(f"[bold red]error:[/] {err}")
+        _print_error(f"[bold red]error:[/] {err}")
         return 2
     except ApiError as err:
-        Console(stderr=True).print(f"[bold red]API error:[/] {err}")
+        _print_error(f"[bold red]API error:[/] {err}")
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _print_error(markup: str) -> None:
+    from rich.console import Console
+
+    Console(stderr=True).print(markup)
 
 
 # --- serve ------------------------------------------------------------------------------
@@ -214,6 +221,8 @@ def _make_server(
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from .server import security
 
     console = Console()
@@ -269,6 +278,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.live import Live
+
     from .clients.base import RequestCounter
     from .metrics import Metrics
     from .node.command import sync_connections
@@ -384,6 +396,8 @@ def _progress_line(p: dict[str, int]) -> str:
 
 
 def _progress_table(p: dict[str, int]) -> Table:
+    from rich.table import Table
+
     table = Table(title="podstatus simulate", show_header=True, header_style="bold")
     keys = ("created", "running", "succeeded", "failed", "deleted", "lost", "synced", "pending_sync")
     for key in keys:
@@ -410,6 +424,8 @@ HEARTBEAT_ROWS = 10
 
 
 def _heartbeat_table(heartbeats: Sequence[Any]) -> Table:
+    from rich.table import Table
+
     stale = sum(1 for b in heartbeats if not b.ok)
     table = Table(
         title=f"Node heartbeats ({len(heartbeats)} node{'s' if len(heartbeats) != 1 else ''}, {stale} stale)",
@@ -431,6 +447,8 @@ def _heartbeat_table(heartbeats: Sequence[Any]) -> Table:
 
 
 def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int = 120) -> Table:
+    from rich.table import Table
+
     outer = Table.grid(padding=(0, 2))
     phases = Table(title="Pods by phase (on the server)", header_style="bold")
     phases.add_column("phase")

@@ -53,6 +53,7 @@ from .kubeconfig import (
     ConfigAuth,
     Configuration,
     ConnectionSettings,
+    kubernetes_config,
     load_in_cluster_configuration,
     load_kubeconfig_configuration,
     settings_from_configuration,
@@ -355,11 +356,9 @@ class HttpKubeClient:
     ) -> HttpKubeClient:
         """In-cluster when running in a pod (and no ``path`` is given), else from a kubeconfig."""
         if path is None and context is None:
-            from kubernetes.config import ConfigException
-
             try:
                 return cls.in_cluster(**kwargs)
-            except ConfigException as exc:
+            except kubernetes_config().ConfigException as exc:
                 logger.debug("not in a cluster (%s); using a kubeconfig", exc)
         return cls.from_kubeconfig(path, context, **kwargs)
 

@@ -8,14 +8,16 @@ waits at most ``timeout`` seconds. A method that hangs keeps its pool thread
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import inspect
 import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["BoundCaller", "ProviderCaller", "ProviderError", "SerialTasks"]
 
@@ -44,6 +46,8 @@ class ProviderCaller:
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None:
+                import asyncio  # only for providers with ``async def`` methods: not paid otherwise
+
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(target=loop.run_forever, name=f"{self._name}-loop", daemon=True)
                 thread.start()
@@ -54,6 +58,8 @@ class ProviderCaller:
         limit = self.timeout if timeout is None else timeout
         try:
             if inspect.iscoroutinefunction(fn):
+                import asyncio
+
                 future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(
                     fn(*args), self._event_loop()
                 )
@@ -61,6 +67,8 @@ class ProviderCaller:
                 future = self._pool.submit(fn, *args)
             result = future.result(limit)
             if inspect.isawaitable(result):
+                import asyncio
+
                 # A plain method that returned a coroutine (a wrapper): run it too.
                 result = asyncio.run_coroutine_threadsafe(_await(result), self._event_loop()).result(limit)
             return result
