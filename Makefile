@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # kubectl 1.32 for the client matrix tests (kubectl 1.37 comes with the dev extra).
 KUBECTL_OLD := $(VENV)/kubectl-1.32/kubectl
 
-.PHONY: install demo test lint typecheck unit bench bench-scale soak test-apiserver clientgo clean
+.PHONY: install bytecode demo test lint typecheck unit bench bench-scale soak test-apiserver clientgo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,12 @@ $(KUBECTL_OLD): tests/tools/install_kubectl.py | $(STAMP)
 
 install: $(STAMP) $(KUBECTL_OLD)
 
-demo: $(STAMP)
+# Bytecode for src/ (an editable install has none, and PYTHONDONTWRITEBYTECODE may forbid writing
+# it on import): every podstatus process would otherwise compile its modules at start-up.
+bytecode: $(STAMP)
+	@$(PY) -m compileall -q src
+
+demo: $(STAMP) bytecode
 	$(VENV)/bin/podstatus simulate --pods 200
 
 lint: $(STAMP)
@@ -35,7 +40,7 @@ unit: $(STAMP) $(KUBECTL_OLD)
 
 test: lint typecheck unit
 
-bench: $(STAMP)
+bench: $(STAMP) bytecode
 	$(PY) bench/run.py --write docs/benchmarks.md
 
 # podstatus node against KWOK v0.8.0 on fresh kube-apiservers (docs/scale.md). Builds kwok (Go module
@@ -44,7 +49,7 @@ bench: $(STAMP)
 # fixture has --control-plane). Runs of other sizes already on the page are kept (--add).
 SCALE_SIZES ?= 10x100,100x1000
 SCALE_SCHEDULED ?= 100x1000
-bench-scale: $(STAMP)
+bench-scale: $(STAMP) bytecode
 	tests/apiserver/start --build-only
 	$(PY) -m bench.scale.kwok
 	$(PY) -m bench.scale.harness --sizes $(SCALE_SIZES) --scheduled-sizes $(SCALE_SCHEDULED) --hold 45 \

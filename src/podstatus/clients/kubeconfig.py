@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import importlib.machinery
 import importlib.util
 import logging
 import os
@@ -166,7 +167,9 @@ def _execute_privately() -> dict[str, types.ModuleType]:
         module.__file__ = str(path)
         module.__package__ = name.rpartition(".")[0]
         module.__dict__["__builtins__"] = private_builtins
-        exec(compile(path.read_bytes(), str(path), "exec"), module.__dict__)
+        # The loader's ``get_code`` reads the bytecode pip compiled at install (``__pycache__``).
+        code = importlib.machinery.SourceFileLoader(name, str(path)).get_code(name)
+        exec(code, module.__dict__)
         modules[name] = module
         if name == "kubernetes.client.configuration":
             client.Configuration = module.Configuration  # type: ignore[attr-defined]
