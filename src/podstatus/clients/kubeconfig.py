@@ -169,6 +169,8 @@ def _execute_privately() -> dict[str, types.ModuleType]:
         module.__dict__["__builtins__"] = private_builtins
         # The loader's ``get_code`` reads the bytecode pip compiled at install (``__pycache__``).
         code = importlib.machinery.SourceFileLoader(name, str(path)).get_code(name)
+        if code is None:
+            raise ImportError(f"no code in {path}")
         exec(code, module.__dict__)
         modules[name] = module
         if name == "kubernetes.client.configuration":
