@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # kubectl 1.32 for the client matrix tests (kubectl 1.37 comes with the dev extra).
 KUBECTL_OLD := $(VENV)/kubectl-1.32/kubectl
 
-.PHONY: install bytecode demo test lint typecheck unit bench bench-scale soak test-apiserver clientgo clean
+.PHONY: install bytecode demo test lint typecheck unit bench bench-scale bench-profile soak test-apiserver clientgo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,13 @@ bench-scale: $(STAMP) bytecode
 	$(PY) -m bench.scale.kwok
 	$(PY) -m bench.scale.harness --sizes $(SCALE_SIZES) --scheduled-sizes $(SCALE_SCHEDULED) --hold 45 \
 		--write docs/scale.md --add
+
+# Where `podstatus node` spends its CPU at 1,000 nodes x 10,000 pods: one run under py-spy
+# (docs/scale-profile.md).
+PROFILE_SIZE ?= 1000x10000
+bench-profile: $(STAMP) bytecode
+	tests/apiserver/start --build-only
+	$(PY) -m bench.scale.profile --size $(PROFILE_SIZE) --write docs/scale-profile.md
 
 soak: $(STAMP)
 	$(PY) -m pytest -q -s -m slow tests/reliability

@@ -40,6 +40,7 @@ import json
 import logging
 import os
 import platform
+import select
 import signal
 import subprocess
 import sys
@@ -564,7 +565,7 @@ class PodTracker:
     seen: set[str] = field(default_factory=set)
     gone: set[str] = field(default_factory=set)
     events: int = 0
-    created_at: dict[str, float] = field(default_factory=dict)  # when the driver's create returned
+    created_at: dict[str, float] = field(default_factory=dict)  # when the driver's create was answered
     goal_at: dict[str, float] = field(default_factory=dict)  # first seen Running+Ready, or Succeeded
     changed: threading.Condition = field(init=False)
 
@@ -599,10 +600,6 @@ class PodTracker:
                     self.failed.add(name)
             self.changed.notify_all()
 
-    def created(self, name: str) -> None:
-        with self.lock:
-            self.created_at[name] = time.monotonic()
-
     def latencies(self) -> list[float]:
         """Seconds from each pod's create to its goal (an event may beat the create's answer: 0)."""
         with self.lock:
@@ -621,6 +618,70 @@ class PodTracker:
                     return False
                 self.changed.wait(min(left, 1.0))
             return True
+
+
+@dataclass
+class Creates:
+    """What ``bench.scale.creator`` did: ``time.monotonic()`` times, one clock for every process."""
+
+    started: float
+    finished: float
+    created: dict[str, float]  # when each create was answered
+    failures: list[str]
+    requests: dict[str, int]
+
+
+class PodCreator:
+    """The driver's creates in a process of their own (``bench.scale.creator``, which says why).
+
+    Started ahead: ``run`` only tells it to go, so its start-up is never timed.
+    """
+
+    def __init__(
+        self,
+        kubeconfig: str,
+        manifests: list[dict[str, Any]],
+        workers: int,
+        workdir: Path,
+        start_timeout: float = 60.0,
+    ) -> None:
+        path = workdir / "manifests.json"
+        path.write_text(json.dumps(manifests), encoding="utf-8")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([*filter(None, [env.get("PYTHONPATH")]), str(ROOT)])
+        with open(workdir / "creator.log", "wb") as log_file:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "bench.scale.creator", kubeconfig, str(path), str(workers)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log_file,
+                env=env,
+                cwd=ROOT,
+                text=True,
+            )
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], start_timeout)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line.strip() or not json.loads(line).get("ready"):
+            self.close()
+            raise RuntimeError(f"the pod creator did not start; see {workdir / 'creator.log'}")
+
+    def run(self, timeout: float) -> Creates:
+        out, _ = self.proc.communicate("go\n", timeout=timeout)
+        if self.proc.returncode != 0 or not out.strip():
+            raise RuntimeError(f"the pod creator failed (exit {self.proc.returncode})")
+        return Creates(**json.loads(out.strip().splitlines()[-1]))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def __enter__(self) -> PodCreator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def watch_pods(
@@ -811,22 +872,19 @@ def run_once(
 
         if scheduled:
             driver.wait_for_service_account(NAMESPACE)
-        # Pods: created in parallel by the driver, spread round-robin over the nodes.
+        # Pods: created in parallel by the driver, spread round-robin over the nodes, from a
+        # process of their own (started before the clock: its start-up is not the contender's).
         manifests = [pod_manifest(i, None if scheduled else names[i % nodes]) for i in range(pods)]
-        failures: list[str] = []
-
-        def create(manifest: dict[str, Any]) -> None:
-            try:
-                driver.create_pod(manifest)
-                tracker.created(manifest["metadata"]["name"])
-            except ApiError as err:
-                failures.append(f"{manifest['metadata']['name']}: {err}")
-
-        t_create = time.monotonic()
-        cpu_create = server.cpu()
-        with ThreadPoolExecutor(create_workers) as pool:
-            list(pool.map(create, manifests))
-        result.create_s = time.monotonic() - t_create
+        with PodCreator(server.kubeconfig, manifests, create_workers, workdir) as creator:
+            cpu_create = server.cpu()
+            creates = creator.run(limit)
+        t_create = creates.started
+        failures = creates.failures
+        with tracker.lock:
+            tracker.created_at.update(creates.created)
+        for verb, n in creates.requests.items():
+            driver.requests.inc(verb, n)
+        result.create_s = creates.finished - creates.started
         result.create_rate = pods / result.create_s if result.create_s > 0 else None
         if failures:
             result.note = f"{len(failures)} creates failed, e.g. {failures[0]}"
