@@ -39,7 +39,9 @@ def test_report_names_the_run_and_the_shares(tmp_path: Path) -> None:
     path = tmp_path / "raw.txt"
     path.write_text(RAW)
     result = RunResult("podstatus", 2, 10, cpu_s=0.5)
-    text = report(read_raw(path), result, {"command": "cmd", "commit": "abc", "started": "now", "machine": "m"})
+    text = report(
+        read_raw(path), result, {"command": "cmd", "commit": "abc", "started": "now", "machine": "m"}
+    )
     assert "`cmd` on commit abc" in text
     assert "| clients.transport | 30 | 60.0 % |" in text
     assert "`manager._sync_pod` | 40 | 80.0 % |" in text  # inclusive table
