@@ -516,6 +516,12 @@ def scale_summary(path: Path) -> list[str]:
             ]
         row += [f"{ps.get('create_rate') or 0:.0f}", missed(ps)]
         out.append("| " + " | ".join(row) + " |")
+    if (path.parent / "scale-profile.md").exists():
+        out += [
+            "",
+            "Where `podstatus node` spends its CPU at these sizes: docs/scale-profile.md (`make bench-profile`:",
+            "one run under py-spy, every sample charged to the podstatus function it was in or under).",
+        ]
     return out
 
 
