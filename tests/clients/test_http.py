@@ -365,6 +365,45 @@ def test_watch_pods(stub: Stub, client: HttpKubeClient) -> None:
     assert client.get_pod("default", "p1").uid == "uid-1"
 
 
+class _ChunkedResponse:
+    """Stands in for urllib3's response: ``read1`` hands out the given chunks, then b''."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = list(chunks)
+
+    def read1(self, amount: int) -> bytes:
+        return self.chunks.pop(0) if self.chunks else b""
+
+    def close(self) -> None:
+        pass
+
+    def release_conn(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("size", [1, 7, 100, 4096, 1 << 20])
+def test_watch_events_split_anywhere_across_chunks(size: int) -> None:
+    from podstatus.clients.http import PodWatch
+
+    # An empty line between events is skipped; the last line may lack its newline.
+    stream = b"\n".join(
+        [
+            _event("ADDED", pod_dict(rv="10")),
+            b"",
+            _event("MODIFIED", pod_dict(rv="11")),
+            _event("DELETED", pod_dict(rv="12")),
+        ]
+    )
+    chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
+    watch = PodWatch(_ChunkedResponse(chunks), "/api/v1/pods", None, None)  # type: ignore[arg-type]
+    assert [(kind, pod.metadata.resource_version) for kind, pod in watch] == [
+        ("ADDED", "10"),
+        ("MODIFIED", "11"),
+        ("DELETED", "12"),
+    ]
+    assert watch.resource_version == "12"
+
+
 def test_watch_gone(stub: Stub, client: HttpKubeClient) -> None:
     gone = status_body(410, "Expired", "too old resource version: 1 (50)")
     stub.on("GET", "/api/v1/pods", lambda h, _s: chunked(h, [_event("ERROR", gone)]))
