@@ -926,7 +926,8 @@ def run_once(
 
         t_delete = time.monotonic()
         try:
-            driver.delete_pods_collection(NAMESPACE, f"{LABEL}=1")
+            # The retries of a deletecollection the server times out share the phase's own limit.
+            driver.delete_pods_collection(NAMESPACE, f"{LABEL}=1", timeout=limit)
         except ApiError as err:
             result.note = f"the deletecollection failed: {err}"
             return result
