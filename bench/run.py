@@ -491,7 +491,10 @@ def scale_summary(path: Path) -> list[str]:
             + (f" on {server}" if server else "")
         )
         done = ps.get("completed", False)
-        up = f"{ps['ready_s']:.1f}" if done and ps.get("ready_s") is not None else "not all up"
+        # A run can reach all-up and still stop short later (the delete phase): the up time stands.
+        up = f"{ps['ready_s']:.1f}" if ps.get("ready_s") is not None else "not all up"
+        if not done and ps.get("ready_s") is not None:
+            size += " (delete phase not finished)"
         if kw is not None:
             up += f" / {kw['ready_s']:.1f}" if kw.get("ready_s") is not None else " / —"
             row = [

@@ -77,3 +77,12 @@ def test_benchmarks_page_carries_the_scale_ratios(tmp_path: Path) -> None:
     page.write_text(json.dumps(data))
     row = next(line for line in scale_summary(page) if line.startswith("| 10 × 100 |"))
     assert "| 1.50× (after start-up 1.00×) |" in row
+    # A run that got every pod up but did not finish its delete phase keeps its up time, marked.
+    data["results"][1]["completed"] = False
+    page.write_text(json.dumps(data))
+    row = next(line for line in scale_summary(page) if line.startswith("| 10 × 100 (delete"))
+    assert row.startswith("| 10 × 100 (delete phase not finished) | 1.0 / 2.0 | 0.50× |"), row
+    data["results"][1]["ready_s"] = None
+    page.write_text(json.dumps(data))
+    row = next(line for line in scale_summary(page) if line.startswith("| 10 × 100 |"))
+    assert row.startswith("| 10 × 100 | not all up / 2.0 |"), row
