@@ -495,8 +495,11 @@ def scale_summary(path: Path) -> list[str]:
         up = f"{ps['ready_s']:.1f}" if ps.get("ready_s") is not None else "not all up"
         if not done and ps.get("ready_s") is not None:
             size += " (delete phase not finished)"
-        if kw is not None:
-            up += f" / {kw['ready_s']:.1f}" if kw.get("ready_s") is not None else " / —"
+        if kw is not None and kw.get("ready_s") is None:
+            # KWOK never got every pod up: there is no like-for-like figure to divide by.
+            row = [size, f"{up} / not all up", "—", "—", "—", "—", "—"]
+        elif kw is not None:
+            up += f" / {kw['ready_s']:.1f}"
             row = [
                 size,
                 up,

@@ -86,3 +86,9 @@ def test_benchmarks_page_carries_the_scale_ratios(tmp_path: Path) -> None:
     page.write_text(json.dumps(data))
     row = next(line for line in scale_summary(page) if line.startswith("| 10 × 100 |"))
     assert row.startswith("| 10 × 100 | not all up / 2.0 |"), row
+    # KWOK not all up: no ratios are made from its partial figures.
+    data["results"][1]["ready_s"], data["results"][1]["completed"] = 1.0, True
+    data["results"][0]["ready_s"], data["results"][0]["completed"] = None, False
+    page.write_text(json.dumps(data))
+    row = next(line for line in scale_summary(page) if line.startswith("| 10 × 100 |"))
+    assert row == "| 10 × 100 | 1.0 / not all up | — | — | — | — | — | 250 | 1 of 80 |", row
