@@ -490,10 +490,10 @@ def scale_summary(path: Path) -> list[str]:
             + (" via kube-scheduler" if scheduled else "")
             + (f" on {server}" if server else "")
         )
-        done = ps.get("completed", False)
         # A run can reach all-up and still stop short later (the delete phase): the up time stands.
-        up = f"{ps['ready_s']:.1f}" if ps.get("ready_s") is not None else "not all up"
-        if not done and ps.get("ready_s") is not None:
+        ready_s = ps.get("ready_s")
+        up = f"{ready_s:.1f}" if ready_s is not None else "not all up"
+        if ready_s is not None and not ps.get("completed", False):
             size += " (delete phase not finished)"
         if kw is not None and kw.get("ready_s") is None:
             # KWOK never got every pod up: there is no like-for-like figure to divide by.
