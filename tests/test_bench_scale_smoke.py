@@ -9,6 +9,7 @@ and request count. The real figures, against KWOK on kube-apiserver, come from
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,39 @@ def test_a_deletecollection_the_server_outlasts_is_sent_again(
     monkeypatch.setattr(harness.time, "sleep", lambda s: None)
     driver.delete_pods_collection("default", "scale=1")
     assert calls == ["deletecollection", "deletecollection"]
+
+
+def test_the_pods_are_deleted_by_chunks_of_their_label(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert harness.pod_manifest(0, "n")["metadata"]["labels"][harness.CHUNK_LABEL] == "0"
+    last = harness.pod_manifest(2 * harness.DELETE_CHUNK, "n")["metadata"]["labels"]
+    assert last[harness.CHUNK_LABEL] == "2" and last[harness.LABEL] == "1"
+    driver = harness.DriverClient("http://127.0.0.1:1")
+    selectors: list[str] = []
+    lock = threading.Lock()
+
+    def collection(namespace: str, label_selector: str, timeout: float = 600.0) -> None:
+        assert namespace == "default" and 0 < timeout <= 60
+        with lock:
+            selectors.append(label_selector)
+
+    monkeypatch.setattr(driver, "delete_pods_collection", collection)
+    # 2,001 pods: chunks 0, 1 and 2 (the last holds one pod), each asked for once.
+    driver.delete_pods_in_chunks("default", 2 * harness.DELETE_CHUNK + 1, timeout=60)
+    assert sorted(selectors) == [f"{harness.LABEL}=1,{harness.CHUNK_LABEL}={k}" for k in range(3)]
+
+
+def test_a_chunk_that_fails_fails_the_delete_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    from podstatus.errors import ServerTimeoutError
+
+    driver = harness.DriverClient("http://127.0.0.1:1")
+    tried: list[str] = []
+
+    def collection(namespace: str, label_selector: str, timeout: float = 600.0) -> None:
+        tried.append(label_selector)
+        if label_selector.endswith("=1"):
+            raise ServerTimeoutError("504")
+
+    monkeypatch.setattr(driver, "delete_pods_collection", collection)
+    with pytest.raises(ServerTimeoutError):
+        driver.delete_pods_in_chunks("default", 3 * harness.DELETE_CHUNK, timeout=60, parallel=1)
+    assert len(tried) == 3  # the other chunks were still asked for

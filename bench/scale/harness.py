@@ -9,7 +9,8 @@ For every size (N nodes, M pods) and every contender in turn:
 3. the driver creates M pods spread over the nodes by ``spec.nodeName`` (about a tenth
    are batch pods: ``restartPolicy: Never``, owned by a Job), timed until every
    long-running pod is Running and Ready and every batch pod Succeeded;
-4. it deletes them all (one deletecollection) and times until every one is gone;
+4. it deletes them all (a deletecollection per 1,000 pods, four at a time) and times until
+   every one is gone;
 5. all along it watches the nodes: a node whose Ready condition is not True, or whose
    Lease is older than its ``leaseDurationSeconds`` (what the node lifecycle
    controller would turn into Unknown), is a missed heartbeat.
@@ -80,6 +81,12 @@ DRIVER_AGENT = "podstatus-scale-driver/0.1"
 DRIVER_TIMEOUT = (5.0, 300.0)  # (connect, read) seconds
 NAMESPACE = "default"
 LABEL = "podstatus.io/scale-bench"
+# Pods are deleted by chunks of this many, a deletecollection each: kube-apiserver marks the
+# pods of one deletecollection one after another, and a single one for 100,000 pods outlasts
+# its 60 s request timeout; every resend then walks all that are left again.
+CHUNK_LABEL = "podstatus.io/scale-chunk"
+DELETE_CHUNK = 1000
+DELETE_PARALLEL = 4
 NODE_PREFIX = "node"
 BATCH_EVERY = 10  # every 10th pod is a batch pod
 CONTENDERS = ("kwok", "podstatus")
@@ -186,6 +193,22 @@ class DriverClient(HttpKubeClient):
                     raise
                 log.warning("deletecollection did not complete; again: %s", err)
                 time.sleep(1.0)
+
+    def delete_pods_in_chunks(
+        self, namespace: str, pods: int, timeout: float, parallel: int = DELETE_PARALLEL
+    ) -> None:
+        """Every pod of the workload: one deletecollection per ``DELETE_CHUNK`` of them, ``parallel`` at a time."""
+        deadline = time.monotonic() + timeout
+        chunks = range((pods + DELETE_CHUNK - 1) // DELETE_CHUNK)
+
+        def delete(chunk: int) -> None:
+            self.delete_pods_collection(
+                namespace, f"{LABEL}=1,{CHUNK_LABEL}={chunk}", timeout=max(0.0, deadline - time.monotonic())
+            )
+
+        with ThreadPoolExecutor(max(1, min(parallel, len(chunks)))) as pool:
+            # list() re-raises the first chunk's error, after every chunk was tried.
+            list(pool.map(delete, chunks))
 
 
 # --- servers ---------------------------------------------------------------------------------
@@ -516,7 +539,7 @@ def pod_manifest(i: int, node: str | None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "name": f"scale-{i:06d}",
         "namespace": NAMESPACE,
-        "labels": {LABEL: "1", "kind": "batch" if batch else "serve"},
+        "labels": {LABEL: "1", CHUNK_LABEL: str(i // DELETE_CHUNK), "kind": "batch" if batch else "serve"},
         # podstatus's simulated provider reads what the containers do from here.
         "annotations": {"podstatus.io/behaviour": "complete" if batch else "serve"},
     }
@@ -927,7 +950,7 @@ def run_once(
         t_delete = time.monotonic()
         try:
             # The retries of a deletecollection the server times out share the phase's own limit.
-            driver.delete_pods_collection(NAMESPACE, f"{LABEL}=1", timeout=limit)
+            driver.delete_pods_in_chunks(NAMESPACE, pods, timeout=limit)
         except ApiError as err:
             result.note = f"the deletecollection failed: {err}"
             return result
@@ -1306,8 +1329,9 @@ Each contender gets its own fresh kube-apiserver v1.37.2 + etcd (`tests/apiserve
 scheduler, no controller-manager) and the same workload from one Python driver (the project's
 `HttpKubeClient`, 8 threads creating): N nodes brought up and kept alive, M pods created with
 `spec.nodeName` spread round-robin over the nodes (every 10th a batch pod: `restartPolicy: Never`,
-owned by a Job), every long-running pod Running and Ready and every batch pod Succeeded, then one
-deletecollection and every pod gone. Rows *via kube-scheduler* run the fixture with `--control-plane`
+owned by a Job), every long-running pod Running and Ready and every batch pod Succeeded, then a
+deletecollection per 1,000 pods (four at a time; runs before 2026-12-05 06:45 UTC sent one for all)
+and every pod gone. Rows *via kube-scheduler* run the fixture with `--control-plane`
 (kube-scheduler and kube-controller-manager with every default controller but the garbage collector,
 which would delete the batch pods: their Job is named, never created) and the pods name no node:
 the scheduler places them, and the node lifecycle controller watches the heartbeats. The contenders:
@@ -1337,7 +1361,7 @@ format), its CPU in the *apiserver CPU* column (no etcd), its peak RSS in the no
 Columns: *nodes up*: contender start to every Node Ready (for KWOK this includes the driver creating
 the Nodes). *create rate*: the driver's pod creates per second. *create → all up*: first create to
 the last pod at its goal, seen through the driver's watch. *per pod*: from a pod's create (its answer
-to the driver) to that pod at its goal, median and 99th percentile. *delete → all gone*: the deletecollection
+to the driver) to that pod at its goal, median and 99th percentile. *delete → all gone*: the first deletecollection
 to the last DELETED event. *contender CPU*, *peak RSS*: of the contender's process over the whole run
 (`/proc/PID/stat`, `VmHWM`); *of which start-up*: its CPU from its start until every node was Ready
 (for podstatus mostly the interpreter and its imports, the `kubernetes` package's for the kubeconfig
