@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ import yaml
 from cpkit import (
     AGENT_USER,
     DEPLOY,
+    NODE_MONITOR_GRACE,
     VIRTUAL_NODE_TAINT,
     Agents,
     NodeWatcher,
@@ -94,6 +96,46 @@ def test_the_403_finder_reads_messages_not_timestamps() -> None:
     assert logs_a_403("2026-12-04 23:52:02,117 ERROR podstatus.node: HTTP 403 Forbidden: pods is forbidden")
     assert logs_a_403("kubernetes.client.exceptions.ApiException: (403)")
     assert not logs_a_403("2026-12-04 23:52:02,403 INFO podstatus: namespace x is being terminated: 403")
+
+
+def test_the_watcher_does_not_blame_the_agent_for_a_paused_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cpkit
+
+    clock = [datetime(2026, 12, 5, 7, 39, 30, tzinfo=UTC)]
+    renewed = [clock[0]]
+
+    class Cluster:
+        def node(self, name: str) -> dict[str, Any]:
+            return {"status": {"conditions": [{"type": "Ready", "status": "True"}]}, "spec": {}}
+
+        def lease(self, name: str) -> dict[str, Any]:
+            return {"spec": {"renewTime": renewed[0].isoformat()}}
+
+    monkeypatch.setattr(cpkit, "now", lambda: clock[0])
+    watcher = NodeWatcher(Cluster(), "n", interval=2.0)  # type: ignore[arg-type]
+
+    def step(seconds: float) -> None:
+        clock[0] += timedelta(seconds=seconds)
+        watcher.sample()
+
+    step(0)
+    step(2)
+    step(41)  # the machine stood still for 41 s: the agent could not renew either
+    assert watcher.violations == [] and len(watcher.pauses) == 1
+    step(2)
+    step(2)
+    assert watcher.violations == []
+    # Awake and not renewed for over the grace period: that is the agent's fault, pause or not.
+    for _ in range(NODE_MONITOR_GRACE // 2):
+        step(2)
+    assert watcher.violations and "lease renewed" in watcher.violations[-1]
+    # The same silence with no pause at all is caught as early as before.
+    renewed[0] = clock[0]
+    quiet = NodeWatcher(Cluster(), "n", interval=2.0)  # type: ignore[arg-type]
+    watcher = quiet
+    for _ in range(NODE_MONITOR_GRACE // 2 + 1):
+        step(2)
+    assert quiet.pauses == [] and "lease renewed 32.0 s ago" in quiet.violations[0]
 
 
 def _grants() -> set[tuple[str, str, str]]:
