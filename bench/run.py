@@ -473,9 +473,10 @@ def scale_summary(path: Path) -> list[str]:
         "",
         "## Scale against KWOK (`make bench-scale`; every figure and the commands in docs/scale.md)",
         "",
-        "Same workload, same fresh kube-apiserver per contender, in one run per size; ratios are podstatus / KWOK",
-        "(below 1: podstatus is faster, lighter, or sends fewer requests). Rows on `podstatus serve` are podstatus",
-        "alone on the embedded server (KWOK needs a kube-apiserver).",
+        "Same workload and driver, a fresh kube-apiserver per contender, one after the other (docs/scale.md lists",
+        "each run's command, start time and machine load); ratios are podstatus / KWOK (below 1: podstatus is",
+        "faster, lighter, or sends fewer requests). Rows on `podstatus serve` are podstatus alone on the embedded",
+        "server (KWOK needs a kube-apiserver).",
         "",
         "| size | all Running+Ready (s) podstatus / KWOK | ratio | CPU (s) ratio | peak RSS ratio | requests ratio | "
         "pod requests per pod, ratio | create rate (pods/s) | missed heartbeats (podstatus) |",
