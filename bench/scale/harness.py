@@ -1330,7 +1330,7 @@ scheduler, no controller-manager) and the same workload from one Python driver (
 `HttpKubeClient`, 8 threads creating): N nodes brought up and kept alive, M pods created with
 `spec.nodeName` spread round-robin over the nodes (every 10th a batch pod: `restartPolicy: Never`,
 owned by a Job), every long-running pod Running and Ready and every batch pod Succeeded, then a
-deletecollection per 1,000 pods (four at a time; runs before 2026-12-05 06:45 UTC sent one for all)
+deletecollection per 1,000 pods (four at a time; runs before commit 87cfbee sent one for all)
 and every pod gone. Rows *via kube-scheduler* run the fixture with `--control-plane`
 (kube-scheduler and kube-controller-manager with every default controller but the garbage collector,
 which would delete the batch pods: their Job is named, never created) and the pods name no node:

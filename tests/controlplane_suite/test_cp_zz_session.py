@@ -114,27 +114,26 @@ def test_the_watcher_does_not_blame_the_agent_for_a_paused_machine(monkeypatch: 
     monkeypatch.setattr(cpkit, "now", lambda: clock[0])
     watcher = NodeWatcher(Cluster(), "n", interval=2.0)  # type: ignore[arg-type]
 
-    def step(seconds: float) -> None:
+    def step(w: NodeWatcher, seconds: float) -> None:
         clock[0] += timedelta(seconds=seconds)
-        watcher.sample()
+        w.sample()
 
-    step(0)
-    step(2)
-    step(41)  # the machine stood still for 41 s: the agent could not renew either
+    step(watcher, 0)
+    step(watcher, 2)
+    step(watcher, 41)  # the machine stood still for 41 s: the agent could not renew either
     assert watcher.violations == [] and len(watcher.pauses) == 1
-    step(2)
-    step(2)
+    step(watcher, 2)
+    step(watcher, 2)
     assert watcher.violations == []
     # Awake and not renewed for over the grace period: that is the agent's fault, pause or not.
     for _ in range(NODE_MONITOR_GRACE // 2):
-        step(2)
+        step(watcher, 2)
     assert watcher.violations and "lease renewed" in watcher.violations[-1]
     # The same silence with no pause at all is caught as early as before.
     renewed[0] = clock[0]
     quiet = NodeWatcher(Cluster(), "n", interval=2.0)  # type: ignore[arg-type]
-    watcher = quiet
     for _ in range(NODE_MONITOR_GRACE // 2 + 1):
-        step(2)
+        step(quiet, 2)
     assert quiet.pauses == [] and "lease renewed 32.0 s ago" in quiet.violations[0]
 
 
