@@ -311,7 +311,7 @@ def test_accept_negotiation(api: Client) -> None:
     assert ans.code == 406
     assert ans.body == {
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": "only the following media types are accepted: application/json",
+        "message": "only the following media types are accepted: application/json, application/yaml",
         "reason": "NotAcceptable", "code": 406,
     }  # fmt: skip
     assert api("GET", PODS, accept="text/html").code == 406

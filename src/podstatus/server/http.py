@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 _encode = msgspec.json.encode
 
+# What anyone may GET without a token (kube-apiserver's ClusterRole system:public-info-viewer).
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 # The real API server's limit on request bodies.
 MAX_BODY_BYTES = 3 * 1024 * 1024
 _JSON = "application/json"
@@ -97,6 +99,21 @@ def _status_error(code: int, reason: str, message: str) -> Response:
     return Response(code, _encode(status_body(code, reason, message)))
 
 
+def _as_yaml(response: Response) -> Response:
+    """The answer in YAML (objects, lists, errors); a watch has no YAML stream: 406, as the real server."""
+    if response.stream is not None:
+        close = getattr(response.stream, "close", None)
+        if close is not None:
+            close()
+        message = "only the following media types are accepted: " + _JSON
+        return _status_error(406, "NotAcceptable", message)
+    if response.abort or response.content_type != _JSON or not response.body:
+        return response
+    response.body = negotiation.to_yaml(response.body)
+    response.content_type = negotiation.YAML
+    return response
+
+
 _NOT_FOUND = "the server could not find the requested resource"
 _NOT_ALLOWED = "the server does not allow this method on the requested resource"
 
@@ -143,10 +160,14 @@ class ApiHandler:
         return self.handle(request)
 
     def handle(self, request: Request) -> Response:
+        media = negotiation.negotiate(request.path, request.header("accept"))
+        if isinstance(media, dict):
+            return Response(406, _encode(media))
+        response = self._handle(request)
+        return _as_yaml(response) if media == negotiation.YAML else response
+
+    def _handle(self, request: Request) -> Response:
         try:
-            refused = negotiation.check_accept(request.path, request.header("accept"))
-            if refused is not None:
-                return Response(406, _encode(refused))
             return self._route(request)
         except ApiError as err:
             return Response.error(err)
@@ -879,7 +900,8 @@ class _Handler(BaseHTTPRequestHandler):
             source_ip=str(self.client_address[0]),
             code=code,
             received=received,
-            authenticated=owner.token is not None and code != 401,
+            # A public path answered without a token was the anonymous user's.
+            authenticated=owner.token is not None and code != 401 and "Authorization" in self.headers,
             body=b"" if response is None or response.stream is not None else response.body,
             content_type="" if response is None else response.content_type,
             audit_id=self.headers.get("Audit-ID", ""),
@@ -1081,8 +1103,15 @@ class EmbeddedApiServer:
         return f"{scheme}://{host}:{self.port}"
 
     def authenticate(self, request: Request) -> Response | None:
-        """None when the request may go on; else kube-apiserver's 401."""
-        if self.token is None or security.bearer_ok(request.header("authorization"), self.token):
+        """None when the request may go on; else kube-apiserver's 401.
+
+        A request with no credentials at all may GET the health checks and ``/version``, as
+        kube-apiserver's default RBAC (``system:public-info-viewer``) lets the anonymous user;
+        a wrong token is refused there too, as kube-apiserver refuses it before authorizing."""
+        authorization = request.header("authorization")
+        if self.token is None or security.bearer_ok(authorization, self.token):
+            return None
+        if not authorization and request.method in ("GET", "HEAD") and request.path in PUBLIC_PATHS:
             return None
         log.info("unauthenticated request refused", extra={"method": request.method, "path": request.path})
         return _status_error(401, "Unauthorized", "Unauthorized")

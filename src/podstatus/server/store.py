@@ -763,13 +763,15 @@ def _terminated_exit(statuses: Any) -> dict[str, int | None]:
 
 
 _SYSTEM_CONDITIONS = frozenset({"PodScheduled", "Ready", "Initialized"})
+_NON_NEGATIVE = "must be a non-negative integer"
 
 
 def _validate_pod_status(
     old: dict[str, Any], new: dict[str, Any], errors: list[FieldError], *, strict: bool = True
 ) -> None:
     """ValidatePodStatusUpdate of kube-apiserver v1.37.2; ``strict`` adds podstatus's own checks
-    (a terminal phase never moves back, condition statuses are True/False/Unknown)."""
+    (a terminal phase never moves back, condition statuses are True/False/Unknown, restart
+    counts are never negative)."""
     old_status = old.get("status") or {}
     status = new.get("status") or {}
     if not isinstance(status, dict):
@@ -785,18 +787,33 @@ def _validate_pod_status(
             if value not in _CONDITION_STATUSES:
                 errors.append(_unsupported(f"status.conditions[{i}].status", value, _CONDITION_STATUSES))
     for i, cond in enumerate(conditions):
+        generation = cond.get("observedGeneration") if isinstance(cond, dict) else None
+        if isinstance(generation, int) and generation < 0:
+            errors.append(FieldError(f"status.conditions[{i}].observedGeneration", "Invalid value",
+                                     generation, _NON_NEGATIVE))  # fmt: skip
         kind = cond.get("type") if isinstance(cond, dict) else None
         if kind in _SYSTEM_CONDITIONS:
             continue
         kind = kind if isinstance(kind, str) else ""
         for msg in qualified_name_errors(kind):
             errors.append(FieldError(f"status.conditions[{i}].Type", "Invalid value", kind, msg))
+    generation = status.get("observedGeneration")
+    if isinstance(generation, int) and generation < 0:
+        errors.append(FieldError("status.observedGeneration", "Invalid value", generation, _NON_NEGATIVE))
     qos, old_qos = status.get("qosClass") or "", old_status.get("qosClass") or ""
     if qos != old_qos:
         errors.append(FieldError("status.qosClass", "Invalid value", qos, "field is immutable"))
     _check_state_transitions(old, status, errors)
     _check_ips(status, "podIPs", errors)
     _check_ips(status, "hostIPs", errors)
+    if strict:
+        # The API documents restart counts as never negative; kube-apiserver v1.37.2 does not check.
+        for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+            for i, cs in enumerate(status.get(key) or ()):
+                count = cs.get("restartCount") if isinstance(cs, dict) else None
+                if isinstance(count, int) and count < 0:
+                    errors.append(FieldError(f"status.{key}[{i}].restartCount", "Invalid value", count,
+                                             "must be greater than or equal to 0"))  # fmt: skip
 
 
 def _check_state_transitions(old: dict[str, Any], status: dict[str, Any], errors: list[FieldError]) -> None:

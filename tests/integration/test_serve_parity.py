@@ -1,0 +1,233 @@
+"""What kubectl and the `kubernetes` package meet first against `podstatus serve` (issue 22, item 14).
+
+Each case talks to a real `EmbeddedApiServer` on loopback with a token and TLS, as `podstatus
+serve` runs it: negative counts refused, the public health and version endpoints, `kubectl auth
+can-i` / `whoami`, YAML answers, `kubectl explain` from the real OpenAPI schema, and a watch from a
+resourceVersion older than the kept history.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import urllib3
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from podstatus.server import EmbeddedApiServer
+from testkit import kubectl_path
+
+KUBECTL = kubectl_path()
+TOKEN = "parity-token-for-tests"
+
+
+def _pod(name: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[EmbeddedApiServer]:
+    with EmbeddedApiServer(token=TOKEN, tls=True) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def kube_like() -> Iterator[EmbeddedApiServer]:
+    with EmbeddedApiServer(token=TOKEN, tls=True, strict_status=False, reap_terminating=False) as srv:
+        yield srv
+
+
+def _core(server: EmbeddedApiServer, tmp_path: Path) -> client.CoreV1Api:
+    """The official client, configured from the kubeconfig the server writes (CA + token)."""
+    from kubernetes import config as kube_config
+
+    path = server.write_kubeconfig(tmp_path / f"kubeconfig-{server.port}")
+    configuration = client.Configuration()
+    kube_config.load_kube_config(config_file=str(path), client_configuration=configuration)
+    return client.CoreV1Api(client.ApiClient(configuration))
+
+
+def _http(server: EmbeddedApiServer) -> urllib3.PoolManager:
+    assert server.tls is not None
+    return urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_cert_data=server.tls.ca_pem.decode())
+
+
+def _request(
+    server: EmbeddedApiServer,
+    method: str,
+    path: str,
+    headers: dict[str, str] | None = None,
+    body: bytes = b"",
+) -> urllib3.BaseHTTPResponse:
+    return _http(server).request(
+        method, server.url + path, headers=headers or {}, body=body or None, retries=False, timeout=30
+    )
+
+
+def _auth(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKEN}", **(extra or {})}
+
+
+def _kubectl(
+    server: EmbeddedApiServer, home: Path, *args: str, ok: bool = True
+) -> subprocess.CompletedProcess[str]:
+    config = server.write_kubeconfig(home / "config")
+    # A private HOME keeps kubectl's discovery cache (and its OpenAPI cache) out of the user's.
+    env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(home)}
+    proc = subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60)
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+# -- negative counts ------------------------------------------------------------------------------
+
+
+def _status_with(restart_count: int) -> dict[str, object]:
+    state = {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
+    cs = {"name": "c", "image": "busybox", "imageID": "", "ready": True, "restartCount": restart_count,
+          "state": state}  # fmt: skip
+    return {"status": {"phase": "Running", "containerStatuses": [cs]}}
+
+
+def test_a_negative_restart_count_is_refused_with_422(secured: EmbeddedApiServer, tmp_path: Path) -> None:
+    api = _core(secured, tmp_path)
+    api.create_namespaced_pod("default", _pod("neg-restarts"))
+    for count in (-1, -2147483648):
+        with pytest.raises(ApiException) as info:
+            api.patch_namespaced_pod_status("neg-restarts", "default", _status_with(count))
+        assert info.value.status == 422
+        status = json.loads(info.value.body)
+        assert status["reason"] == "Invalid"
+        assert status["details"]["causes"] == [{
+            "reason": "FieldValueInvalid", "field": "status.containerStatuses[0].restartCount",
+            "message": f"Invalid value: {count}: must be greater than or equal to 0",
+        }]  # fmt: skip
+    # Nothing was written; a count of 0 and up still goes through.
+    assert api.read_namespaced_pod_status("neg-restarts", "default").status.container_statuses is None
+    done = api.patch_namespaced_pod_status("neg-restarts", "default", _status_with(3))
+    assert done.status.container_statuses[0].restart_count == 3
+
+
+def test_negative_observed_generations_are_refused_as_kube_apiserver_does(
+    secured: EmbeddedApiServer, kube_like: EmbeddedApiServer, tmp_path: Path
+) -> None:
+    # ValidatePodStatusUpdate of v1.37.2 checks these itself: refused in both configurations.
+    for server in (secured, kube_like):
+        api = _core(server, tmp_path)
+        api.create_namespaced_pod("default", _pod("neg-generation"))
+        for patch, where in (
+            ({"status": {"observedGeneration": -1}}, "status.observedGeneration"),
+            ({"status": {"conditions": [{"type": "Ready", "status": "True", "observedGeneration": -5}]}},
+             "status.conditions[0].observedGeneration"),
+        ):  # fmt: skip
+            with pytest.raises(ApiException) as info:
+                api.patch_namespaced_pod_status("neg-generation", "default", patch)
+            assert info.value.status == 422
+            causes = json.loads(info.value.body)["details"]["causes"]
+            assert [c["field"] for c in causes] == [where]
+            assert causes[0]["message"].endswith("must be a non-negative integer")
+
+
+def test_kube_like_accepts_a_negative_restart_count_as_v1_37_2_does(
+    kube_like: EmbeddedApiServer, tmp_path: Path
+) -> None:
+    # kube-apiserver v1.37.2 does not validate restartCount (the negative check is podstatus's own).
+    api = _core(kube_like, tmp_path)
+    api.create_namespaced_pod("default", _pod("neg-kube-like"))
+    done = api.patch_namespaced_pod_status("neg-kube-like", "default", _status_with(-1))
+    assert done.status.container_statuses[0].restart_count == -1
+
+
+# -- the public endpoints -------------------------------------------------------------------------
+
+
+def test_health_and_version_answer_anyone_and_nothing_else_does(secured: EmbeddedApiServer) -> None:
+    for path in ("/healthz", "/livez", "/readyz"):
+        resp = _request(secured, "GET", path)
+        assert (resp.status, resp.data) == (200, b"ok"), path
+    version = _request(secured, "GET", "/version")
+    assert version.status == 200 and json.loads(version.data)["major"] == "1"
+    # Everything else still needs the token; a wrong token is refused even on the public paths.
+    for path in ("/api/v1/namespaces/default/pods", "/api", "/apis", "/openapi/v3", "/healthz/ping"):
+        assert _request(secured, "GET", path).status == 401, path
+    for path in ("/healthz", "/version"):
+        assert _request(secured, "GET", path, {"Authorization": "Bearer wrong"}).status == 401
+    assert _request(secured, "POST", "/healthz").status == 401
+
+
+def test_the_official_client_reads_version_without_credentials(
+    secured: EmbeddedApiServer, tmp_path: Path
+) -> None:
+    assert secured.tls is not None
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(secured.tls.ca_pem)
+    configuration = client.Configuration()
+    configuration.host = secured.url
+    configuration.ssl_ca_cert = str(ca)
+    with client.ApiClient(configuration) as anonymous:
+        assert client.VersionApi(anonymous).get_code().git_version.startswith("v1.")
+        with pytest.raises(ApiException) as info:
+            client.CoreV1Api(anonymous).list_namespaced_pod("default")
+        assert info.value.status == 401
+
+
+# -- YAML ---------------------------------------------------------------------------------------------
+
+
+def test_accept_yaml_gets_yaml_for_gets_lists_and_errors(secured: EmbeddedApiServer) -> None:
+    resp = _request(secured, "POST", "/api/v1/namespaces/default/pods", _auth({"Content-Type": "application/json"}),
+                    json.dumps(_pod("in-yaml")).encode())  # fmt: skip
+    assert resp.status == 201
+    one = _request(
+        secured, "GET", "/api/v1/namespaces/default/pods/in-yaml", _auth({"Accept": "application/yaml"})
+    )
+    assert one.status == 200 and one.headers["Content-Type"] == "application/yaml"
+    assert not one.data.lstrip().startswith(b"{")
+    pod = yaml.safe_load(one.data)
+    assert pod["kind"] == "Pod" and pod["spec"]["containers"][0]["name"] == "c"
+    # Keys sorted and lists flush with their key, as Go's YAML writer lays them out.
+    assert one.data.startswith(b"apiVersion: v1\nkind: Pod\nmetadata:\n")
+    assert b"\n  containers:\n  - image: busybox\n" in one.data
+    assert b'\n  creationTimestamp: "20' in one.data
+    listing = _request(
+        secured, "GET", "/api/v1/namespaces/default/pods", _auth({"Accept": "application/yaml"})
+    )
+    assert listing.status == 200 and yaml.safe_load(listing.data)["kind"] == "PodList"
+    missing = _request(
+        secured, "GET", "/api/v1/namespaces/default/pods/nope", _auth({"Accept": "application/yaml"})
+    )
+    assert missing.status == 404 and missing.headers["Content-Type"] == "application/yaml"
+    assert yaml.safe_load(missing.data) == {
+        "apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure", "code": 404,
+        "reason": "NotFound", "message": 'pods "nope" not found',
+        "details": {"name": "nope", "kind": "pods"},
+    }  # fmt: skip
+    # The client's order and q decide; JSON stays the default.
+    both = _request(secured, "GET", "/api/v1/namespaces/default/pods/in-yaml",
+                    _auth({"Accept": "application/json;q=0.5, application/yaml"}))  # fmt: skip
+    assert both.headers["Content-Type"] == "application/yaml"
+    plain = _request(secured, "GET", "/api/v1/namespaces/default/pods/in-yaml", _auth({"Accept": "*/*"}))
+    assert plain.headers["Content-Type"] == "application/json"
+    # A watch has no YAML stream; protobuf alone is still refused.
+    watch = _request(secured, "GET", "/api/v1/namespaces/default/pods?watch=1&timeoutSeconds=1",
+                     _auth({"Accept": "application/yaml"}))  # fmt: skip
+    assert watch.status == 406
+    refused = _request(
+        secured, "GET", "/api/v1/pods", _auth({"Accept": "application/vnd.kubernetes.protobuf"})
+    )
+    assert refused.status == 406
+    assert json.loads(refused.data)["message"] == (
+        "only the following media types are accepted: application/json, application/yaml"
+    )
