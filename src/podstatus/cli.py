@@ -242,10 +242,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"[bold yellow]warning:[/] --host {args.host} is not a loopback address: "
             f"other machines can reach this server ({how})"
         )
-    from .server.store import Store
+    from .server.store import WATCH_CACHE_MAX_CHANGES, WATCH_CACHE_MIN_CHANGES, WATCH_CACHE_SECONDS, Store
 
-    # Watches resume from the last 75 s of changes too, as from kube-apiserver's watch cache.
-    store = Store(history_seconds=75.0, strict_status=not args.kube_like, reap_terminating=not args.kube_like)
+    # Watches resume from the window kube-apiserver's watch cache keeps; older ones get 410.
+    store = Store(history_size=WATCH_CACHE_MIN_CHANGES, history_seconds=WATCH_CACHE_SECONDS,
+                  max_history=WATCH_CACHE_MAX_CHANGES, strict_status=not args.kube_like,
+                  reap_terminating=not args.kube_like)  # fmt: skip
     server = _make_server(
         args.host, args.port, args.faults, token=token, tls=tls, audit_log=args.audit_log, store=store
     )

@@ -13,14 +13,16 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import urllib3
 import yaml
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from podstatus.server import EmbeddedApiServer
+from podstatus.server.store import Store
 from testkit import kubectl_path
 
 KUBECTL = kubectl_path()
@@ -231,3 +233,44 @@ def test_accept_yaml_gets_yaml_for_gets_lists_and_errors(secured: EmbeddedApiSer
     assert json.loads(refused.data)["message"] == (
         "only the following media types are accepted: application/json, application/yaml"
     )
+
+
+# -- watch history ------------------------------------------------------------------------------------
+
+
+def _watch_lines(server: EmbeddedApiServer, rv: int) -> tuple[int, list[dict[str, Any]]]:
+    resp = _request(server, "GET", f"/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv}&timeoutSeconds=1",
+                    _auth())  # fmt: skip
+    return resp.status, [json.loads(line) for line in resp.data.splitlines() if line.strip()]
+
+
+def test_a_watch_from_before_the_kept_window_gets_one_410_error_event(tmp_path: Path) -> None:
+    # `podstatus serve`'s window (kube-apiserver's watch cache): the newest 100 changes of a
+    # resource and every change of the last 75 s. The store's clock dates the changes.
+    # (store.WATCH_CACHE_MIN_CHANGES, WATCH_CACHE_SECONDS, WATCH_CACHE_MAX_CHANGES, which cli.py uses.)
+    now = [1_000_000.0]
+    store = Store(history_size=100, history_seconds=75.0, max_history=100 * 1024, clock=lambda: now[0])
+    with EmbeddedApiServer(token=TOKEN, tls=True, store=store) as server:
+        api = _core(server, tmp_path)
+        for i in range(150):
+            api.create_namespaced_pod("default", _pod(f"w{i}"))
+        # 150 changes within 75 s: all kept, a watch from the first replays the other 149.
+        code, events = _watch_lines(server, 1)
+        assert code == 200 and len(events) == 149 and {e["type"] for e in events} == {"ADDED"}
+        now[0] += 80
+        api.create_namespaced_pod("default", _pod("late"))
+        # 151 changes, the older ones past 75 s: the newest 100 stay (resourceVersions 52..151).
+        code, events = _watch_lines(server, 1)
+        assert code == 200 and len(events) == 1
+        assert events[0] == {"type": "ERROR", "object": {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "too old resource version: 1 (51)", "reason": "Expired", "code": 410,
+        }}  # fmt: skip
+        code, events = _watch_lines(server, 51)
+        assert code == 200 and len(events) == 100 and events[-1]["object"]["metadata"]["name"] == "late"
+        # The official client's watch sees the 410 (it retries once, then raises).
+        with pytest.raises(ApiException) as info:
+            for _ in watch.Watch().stream(api.list_namespaced_pod, "default", resource_version="1",
+                                          timeout_seconds=2):  # fmt: skip
+                pass
+        assert info.value.status == 410 and "too old resource version: 1 (51)" in str(info.value.reason)

@@ -175,9 +175,13 @@ def test_watch_too_old_sends_error_event() -> None:
     for i in range(5):
         call(api, "POST", "/api/v1/namespaces/default/pods", {**POD, "metadata": {"name": f"p{i}"}})
     _, _, resp = call(api, "GET", "/api/v1/pods?watch=true&resourceVersion=1&timeoutSeconds=1")
-    assert resp.status == 410
-    body = msgspec.json.decode(resp.body)
+    # As kube-apiserver's watch cache: 200, then one ERROR event carrying the 410, then the end.
+    assert resp.status == 200 and resp.stream is not None
+    lines = [msgspec.json.decode(c) for c in resp.stream if c]
+    assert [e["type"] for e in lines] == ["ERROR"]
+    body = lines[0]["object"]
     assert body["reason"] == "Expired" and body["code"] == 410
+    assert body["message"] == "too old resource version: 1 (3)"
 
 
 def test_dry_run_answers_and_stores_nothing(api: ApiHandler) -> None:

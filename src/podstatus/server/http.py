@@ -426,14 +426,19 @@ class ApiHandler:
                     raise
                 line = b'{"type":"ERROR","object":' + _encode(err.status) + b"}\n"
                 return Response(200, stream=iter([line]))
-        watch = self.store.watch(
-            resource,
-            namespace,
-            resource_version=q.get("resourceVersion"),
-            label_selector=q.get("labelSelector"),
-            field_selector=q.get("fieldSelector"),
-            send_initial_events=_flag(q.get("sendInitialEvents")),
-        )
+        try:
+            watch = self.store.watch(
+                resource,
+                namespace,
+                resource_version=q.get("resourceVersion"),
+                label_selector=q.get("labelSelector"),
+                field_selector=q.get("fieldSelector"),
+                send_initial_events=_flag(q.get("sendInitialEvents")),
+            )
+        except GoneError as err:
+            # As kube-apiserver's watch cache (newErrWatcher): 200, one ERROR event, the end.
+            body = err.status or status_body(410, "Expired", err.message)
+            return Response(200, stream=iter([b'{"type":"ERROR","object":' + _encode(body) + b"}\n"]))
         timeout = _int_param(q, "timeoutSeconds")
         table = self._wants_table(req, resource)
         stream = self._watch_stream(

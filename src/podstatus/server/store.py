@@ -1072,14 +1072,22 @@ def decode_patched(
 # --- the store -----------------------------------------------------------------------
 
 
+# kube-apiserver v1.37.2's watch cache (k8s.io/apiserver pkg/storage/cacher): a resource keeps at
+# least its newest 100 changes and every change of the last 75 s (DefaultEventsHistoryWindow), up to
+# 102,400. `podstatus serve` keeps the same window (docs/reliability.md, "Watch history").
+WATCH_CACHE_MIN_CHANGES = 100
+WATCH_CACHE_SECONDS = 75.0
+WATCH_CACHE_MAX_CHANGES = 100 * 1024
+
+
 class Store:
     """Thread-safe in-memory objects (pods, nodes, namespaces, leases, events) with watch history.
 
     Each resource keeps its own history of changes, as kube-apiserver's watch cache does:
     the last ``history_size`` of them and, with ``history_seconds``, also every change
-    younger than that (kube-apiserver keeps 75 s), up to ``max_history``. A watch or read
-    from a resourceVersion whose later changes of its resource are no longer all there gets
-    410 Expired. ``clock`` gives epoch seconds (tests may fake it). With ``reap_terminating`` (the default), a pod whose graceful
+    younger than that (kube-apiserver keeps 75 s), up to ``max_history``; the changes are dated
+    by ``clock``. A watch or read from a resourceVersion whose later changes of its resource are
+    no longer all there gets 410 Expired. ``clock`` gives epoch seconds (tests may fake it). With ``reap_terminating`` (the default), a pod whose graceful
     deletion ran out is removed on the next store access (or :meth:`reap`
     call), like a kubelet that finished it would; without it, it stays until
     deleted with grace 0, as on a real server with no kubelet.
@@ -1226,8 +1234,10 @@ class Store:
         history = self._histories.get(info.storage)
         if history is None:
             history = self._histories[info.storage] = _History()
-        history.append(Event(type_, info.storage, namespace, stored, old, stored.rv))
-        history.trim(self._size, self._history_seconds, self._max_history)
+        # The store's clock dates the changes, so a test can age them (kube-apiserver: RecordTime).
+        now = self._clock()
+        history.append(Event(type_, info.storage, namespace, stored, old, stored.rv), now)
+        history.trim(self._size, self._history_seconds, self._max_history, now)
         ttl = info.strategy.ttl if info.strategy is not None else None
         if ttl and type_ != "DELETED":
             heapq.heappush(
@@ -2238,7 +2248,7 @@ class Store:
             else:
                 dropped = self._dropped(info)
                 if start < dropped:
-                    raise _expired(start, dropped + 1)
+                    raise _expired(start, dropped)
             return Watch(self, info, namespace, ls, fs, start, initial, send_initial_events is True)
 
     def _dropped(self, info: ResourceInfo) -> int:
@@ -2252,7 +2262,7 @@ class Store:
         if history is None:
             return []
         if cursor < history.dropped:
-            raise _expired(cursor, history.dropped + 1)
+            raise _expired(cursor, history.dropped)
         return history.after(cursor, limit)
 
 
@@ -2267,18 +2277,17 @@ class _History:
         self.start = 0  # events before it are dropped (None)
         self.dropped = 0  # the resourceVersion of the newest dropped change
 
-    def append(self, event: Event) -> None:
+    def append(self, event: Event, now: float) -> None:
         self.events.append(event)
-        self.times.append(time.monotonic())
+        self.times.append(now)
 
-    def trim(self, keep: int, seconds: float, cap: int) -> None:
+    def trim(self, keep: int, seconds: float, cap: int, now: float) -> None:
         """Drop the oldest beyond ``keep`` that are older than ``seconds``, and any beyond ``cap``."""
         events, start = self.events, self.start
         count = len(events) - start
         if count <= keep:
             return
-        now = time.monotonic()
-        while count > keep and (count > cap or now - self.times[start] > seconds):
+        while count > keep and (count > cap or seconds <= 0 or now - self.times[start] > seconds):
             event = events[start]
             assert event is not None
             self.dropped = event.rv
@@ -2404,8 +2413,10 @@ def _continue_expired(info: ResourceInfo, namespace: str | None, start: tuple[st
     return GoneError(_CONTINUE_EXPIRED, status=status)
 
 
-def _expired(rv: int, oldest: int) -> GoneError:
-    message = f"too old resource version: {rv} ({oldest})"
+def _expired(rv: int, lowest: int) -> GoneError:
+    """410 Expired for a watch from ``rv``; ``lowest``: the oldest resourceVersion a watch may still
+    start from (the number kube-apiserver's watch cache puts in brackets, its oldest event's - 1)."""
+    message = f"too old resource version: {rv} ({lowest})"
     return GoneError(message, status=status_body(410, "Expired", message))
 
 
