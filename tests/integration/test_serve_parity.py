@@ -274,3 +274,60 @@ def test_a_watch_from_before_the_kept_window_gets_one_410_error_event(tmp_path: 
                                           timeout_seconds=2):  # fmt: skip
                 pass
         assert info.value.status == 410 and "too old resource version: 1 (51)" in str(info.value.reason)
+
+
+# -- kubectl auth ----------------------------------------------------------------------------------
+
+
+def test_kubectl_auth_whoami_and_can_i(secured: EmbeddedApiServer, tmp_path: Path) -> None:
+    who = json.loads(_kubectl(secured, tmp_path, "auth", "whoami", "-o", "json").stdout)
+    assert who["kind"] == "SelfSubjectReview"
+    assert who["status"]["userInfo"] == {
+        "username": "podstatus", "groups": ["system:masters", "system:authenticated"],
+    }  # fmt: skip
+    # The token may do everything (system:masters): kubectl says so, for objects and for URLs.
+    for question in (["create", "pods"], ["patch", "pods", "--subresource=status"], ["delete", "nodes"],
+                     ["get", "/healthz"]):  # fmt: skip
+        assert _kubectl(secured, tmp_path, "auth", "can-i", *question).stdout == "yes\n", question
+    rules = _kubectl(secured, tmp_path, "auth", "can-i", "--list").stdout.splitlines()
+    assert rules[1].split() == ["*.*", "[]", "[]", "[*]"]
+    # kubectl finds the reviews through discovery.
+    found = _kubectl(
+        secured, tmp_path, "api-resources", "--api-group=authorization.k8s.io", "-o", "name"
+    ).stdout
+    assert found.split() == ["selfsubjectaccessreviews.authorization.k8s.io",
+                             "selfsubjectrulesreviews.authorization.k8s.io"]  # fmt: skip
+    # No RBAC here: a question about another user is refused, not answered for the caller.
+    other = _kubectl(secured, tmp_path, "auth", "can-i", "get", "pods", "--as=bob", ok=False)
+    assert other.returncode != 0 and "impersonation is not supported by this server" in other.stderr
+
+
+def test_the_official_client_asks_the_reviews(secured: EmbeddedApiServer, tmp_path: Path) -> None:
+    api_client = _core(secured, tmp_path).api_client
+    who = client.AuthenticationV1Api(api_client).create_self_subject_review(client.V1SelfSubjectReview())
+    assert who.status.user_info.username == "podstatus"
+    authz = client.AuthorizationV1Api(api_client)
+    spec = client.V1SelfSubjectAccessReviewSpec(
+        resource_attributes=client.V1ResourceAttributes(verb="watch", resource="pods", namespace="default")
+    )
+    review = authz.create_self_subject_access_review(client.V1SelfSubjectAccessReview(spec=spec))
+    assert review.status.allowed is True and review.spec.resource_attributes.verb == "watch"
+    with pytest.raises(ApiException) as info:
+        authz.create_self_subject_access_review(
+            client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec())
+        )
+    assert info.value.status == 422
+    assert json.loads(info.value.body)["message"] == (
+        'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec: Invalid value: "null": '
+        "exactly one of nonResourceAttributes or resourceAttributes must be specified"
+    )
+
+
+def test_without_a_token_everyone_is_the_anonymous_user(tmp_path: Path) -> None:
+    with EmbeddedApiServer() as server:
+        who = json.loads(_kubectl(server, tmp_path, "auth", "whoami", "-o", "json").stdout)
+        assert who["status"]["userInfo"] == {
+            "username": "system:anonymous",
+            "groups": ["system:unauthenticated"],
+        }
+        assert _kubectl(server, tmp_path, "auth", "can-i", "delete", "pods").stdout == "yes\n"

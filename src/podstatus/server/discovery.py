@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from . import schema
+from . import reviews, schema
 from .store import RESOURCES, Stored
 
 __all__ = [
@@ -892,6 +892,10 @@ _GROUPS: dict[str, list[dict[str, Any]]] = {
         }
     ],
 }
+
+
+# kubectl auth whoami / can-i find their reviews here.
+_GROUPS.update(reviews.GROUPS)
 
 
 def _api_group(group: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ import msgspec
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
 from . import apply as _apply
-from . import bodies, discovery, negotiation, schema, security
+from . import bodies, discovery, negotiation, reviews, schema, security
 from .audit import AuditLog
 from .store import RESOURCES, Event, FieldError, Store, Stored, Watch, bad_request, conflict
 
@@ -155,6 +155,8 @@ class ApiHandler:
         self._stopping = stopping if stopping is not None else threading.Event()
         self.bookmark_interval = bookmark_interval
         self.default_watch_timeout = default_watch_timeout
+        # Who a request was authenticated as (the server that checks tokens sets this).
+        self.user_of: Callable[[Request], dict[str, Any]] = lambda request: reviews.ANONYMOUS
 
     def __call__(self, request: Request) -> Response:
         return self.handle(request)
@@ -232,7 +234,20 @@ class ApiHandler:
             return _status_error(404, "NotFound", _NOT_FOUND)
         if len(parts) == 2:
             return self._read_only(req, resources)
+        if (group, parts[2]) in reviews.REVIEWS:
+            return self._review(req, group, parts[2:])
         return self._resource(req, parts[2:], group)
+
+    def _review(self, req: Request, group: str, parts: list[str]) -> Response:
+        """``kubectl auth whoami`` / ``can-i``: a create that stores nothing (see :mod:`.reviews`)."""
+        if len(parts) != 1:
+            return _status_error(404, "NotFound", _NOT_FOUND)
+        if req.method != "POST":
+            return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
+        self.counter.inc("create")
+        body = bodies.decode_object(req.header("content-type"), req.body)
+        done = reviews.review(group, parts[0], body, req.headers, self.user_of(req))
+        return Response.json(201, done)
 
     def _resource(self, req: Request, parts: list[str], group: str = "") -> Response:
         watch_path = False
@@ -1095,6 +1110,7 @@ class EmbeddedApiServer:
             stopping=self._stopping,
             bookmark_interval=bookmark_interval,
         )
+        self.api.user_of = self.user_of
         self.dispatch: Callable[[Request], Response] = self.api.handle
         self._httpd: _HttpServer | None = None
         self._threads: list[threading.Thread] = []
@@ -1106,6 +1122,12 @@ class EmbeddedApiServer:
         host = self.host if ":" not in self.host else f"[{self.host}]"
         scheme = "https" if self.tls is not None else "http"
         return f"{scheme}://{host}:{self.port}"
+
+    def user_of(self, request: Request) -> dict[str, Any]:
+        """The user a request is served as: the token's, or the anonymous user."""
+        if self.token is not None and security.bearer_ok(request.header("authorization"), self.token):
+            return reviews.TOKEN_USER
+        return reviews.ANONYMOUS
 
     def authenticate(self, request: Request) -> Response | None:
         """None when the request may go on; else kube-apiserver's 401.
