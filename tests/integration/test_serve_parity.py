@@ -331,3 +331,42 @@ def test_without_a_token_everyone_is_the_anonymous_user(tmp_path: Path) -> None:
             "groups": ["system:unauthenticated"],
         }
         assert _kubectl(server, tmp_path, "auth", "can-i", "delete", "pods").stdout == "yes\n"
+
+
+# -- kubectl explain ----------------------------------------------------------------------------------
+
+
+def test_kubectl_explain_reads_the_kubernetes_schema(secured: EmbeddedApiServer, tmp_path: Path) -> None:
+    out = _kubectl(secured, tmp_path, "explain", "pod.spec.containers.resources").stdout
+    assert "FIELD: resources <ResourceRequirements>" in out
+    for field in (
+        "claims\t<[]ResourceClaim>",
+        "limits\t<map[string]Quantity>",
+        "requests\t<map[string]Quantity>",
+    ):
+        assert field in out, out
+    assert "Requests describes the minimum amount of compute resources required." in out
+    lease = _kubectl(secured, tmp_path, "explain", "lease.spec.holderIdentity").stdout
+    assert "GROUP:      coordination.k8s.io" in lease and "holderIdentity <string>" in lease
+    recursive = _kubectl(secured, tmp_path, "explain", "node.status", "--recursive").stdout
+    assert "conditions\t<[]NodeCondition>" in recursive and "lastHeartbeatTime\t<string>" in recursive
+    # What the server does not serve is not in its documents.
+    missing = _kubectl(secured, tmp_path, "explain", "deployments", ok=False)
+    assert missing.returncode != 0 and "doesn't have a resource type" in missing.stderr
+
+
+def test_openapi_documents_list_only_what_is_served(secured: EmbeddedApiServer) -> None:
+    root = json.loads(_request(secured, "GET", "/openapi/v3", _auth()).data)
+    assert sorted(root["paths"]) == [
+        "api/v1", "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1",
+        "apis/coordination.k8s.io/v1", "apis/events.k8s.io/v1",
+    ]  # fmt: skip
+    core = json.loads(_request(secured, "GET", root["paths"]["api/v1"]["serverRelativeURL"], _auth()).data)
+    assert "/api/v1/namespaces/{namespace}/pods/{name}/status" in core["paths"]
+    assert not any("/services" in p or "/exec" in p for p in core["paths"])
+    answers = core["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["get"]["responses"]["200"][
+        "content"
+    ]
+    assert sorted(answers) == ["application/json", "application/yaml"]
+    v2 = json.loads(_request(secured, "GET", "/openapi/v2", _auth()).data)
+    assert "io.k8s.api.core.v1.ResourceRequirements" in v2["definitions"]

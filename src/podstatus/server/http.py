@@ -209,12 +209,9 @@ class ApiHandler:
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
             if len(parts) == 2:
                 return Response.json(200, discovery.openapi_v3_root())
-            if parts[2:] == ["api", "v1"]:
-                return Response(200, discovery.openapi_v3_document_bytes())
-            if len(parts) == 5 and parts[2] == "apis":
-                doc = discovery.openapi_v3_group_document_bytes(parts[3], parts[4])
-                if doc is not None:
-                    return Response(200, doc)
+            doc = discovery.openapi_v3_document_bytes("/".join(parts[2:]))
+            if doc is not None:
+                return Response(200, doc)
         return _status_error(404, "NotFound", _NOT_FOUND)
 
     @staticmethod
