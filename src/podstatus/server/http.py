@@ -100,13 +100,13 @@ def _status_error(code: int, reason: str, message: str) -> Response:
 
 
 def _as_yaml(response: Response) -> Response:
-    """The answer in YAML (objects, lists, errors); a watch has no YAML stream: 406, as the real server."""
+    """The answer in YAML (objects, lists, errors); a watch has no YAML stream: 406 (in YAML), as
+    kube-apiserver answers, naming the stream types it has."""
     if response.stream is not None:
         close = getattr(response.stream, "close", None)
         if close is not None:
             close()
-        message = "only the following media types are accepted: " + _JSON
-        return _status_error(406, "NotAcceptable", message)
+        response = _status_error(406, "NotAcceptable", _WATCH_TYPES)
     if response.abort or response.content_type != _JSON or not response.body:
         return response
     response.body = negotiation.to_yaml(response.body)
@@ -114,6 +114,7 @@ def _as_yaml(response: Response) -> Response:
     return response
 
 
+_WATCH_TYPES = "only the following media types are accepted: application/json;stream=watch"
 _NOT_FOUND = "the server could not find the requested resource"
 _NOT_ALLOWED = "the server does not allow this method on the requested resource"
 

@@ -88,19 +88,22 @@ def check_accept(path: str, accept: str) -> dict[str, Any] | None:
 
 
 class _GoYamlDumper(yaml.SafeDumper):
-    """YAML laid out as Go's sigs.k8s.io/yaml writes it: block style, sorted keys, lists not
-    indented under their key, no line folding, double quotes where a plain scalar would not do."""
+    """YAML laid out as Go's sigs.k8s.io/yaml writes it: block style, sorted keys, lists flush with
+    their key, lines folded at 80 columns, single quotes where a plain scalar cannot be written and
+    double quotes for a string that would read as another type (a timestamp, a number)."""
 
     def choose_scalar_style(self) -> Any:
         style = super().choose_scalar_style()
-        return '"' if style == "'" else style
+        event = self.event
+        if style == "'" and isinstance(event, yaml.ScalarEvent) and not event.implicit[0]:
+            return '"'
+        return style
 
 
 def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    # Multi-line strings as literal blocks (go-yaml's choice), so they stay readable.
-    # (PyYAML falls back to quotes where a block cannot hold the value.)
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+    # Multi-line strings as literal blocks, as go-yaml writes them (PyYAML falls back to quotes
+    # where a block cannot hold the value).
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
 
 
 _GoYamlDumper.add_representer(str, _str_presenter)
@@ -109,10 +112,7 @@ _GoYamlDumper.add_representer(str, _str_presenter)
 def to_yaml(body: bytes) -> bytes:
     """A JSON document as YAML (kube-apiserver's YAML serializer converts its JSON likewise)."""
     data = msgspec.json.decode(body)
-    text = yaml.dump(
-        data, Dumper=_GoYamlDumper, default_flow_style=False, sort_keys=True, allow_unicode=True,
-        width=2**31 - 1,
-    )  # fmt: skip
+    text = yaml.dump(data, Dumper=_GoYamlDumper, default_flow_style=False, sort_keys=True, allow_unicode=True)
     return text.encode()
 
 

@@ -15,13 +15,14 @@ the caller instead would mislead.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-from ..errors import ForbiddenError, status_body
-from .store import FieldError, bad_request, invalid
+from ..errors import ForbiddenError, UnprocessableEntityError, status_body
+from .store import FieldError, bad_request
 
 __all__ = ["ANONYMOUS", "GROUPS", "REVIEWS", "TOKEN_USER", "review"]
 
@@ -82,8 +83,9 @@ def review(group: str, plural: str, body: bytes | dict[str, Any], headers: Mappi
     spec = obj.get("spec") or {}
     if not isinstance(spec, dict):
         raise bad_request(f"not a {kind}: spec must be an object")
-    out: dict[str, Any] = {"kind": kind, "apiVersion": api_version, "metadata": {"creationTimestamp": None}}
+    out: dict[str, Any] = {"kind": kind, "apiVersion": api_version, "metadata": {}}
     if kind == "SelfSubjectReview":
+        out["metadata"] = {"creationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         out["status"] = {"userInfo": dict(user)}
         return out
     if kind == "SelfSubjectAccessReview":
@@ -93,12 +95,14 @@ def review(group: str, plural: str, body: bytes | dict[str, Any], headers: Mappi
         )
         if has_resource == has_other:
             # ValidateSelfSubjectAccessReviewSpec's check and wording.
-            # (Go prints a nil pointer as the string "null".)
             error = FieldError(
-                "spec", "Invalid value", spec.get("nonResourceAttributes") or "null",
+                "spec", "Invalid value", spec.get("nonResourceAttributes"),
                 "exactly one of nonResourceAttributes or resourceAttributes must be specified",
             )  # fmt: skip
-            raise invalid(kind, "", [error], group)
+            # As kube-apiserver words it: the decoded review has lost its kind, and has no name.
+            message = f'.{group} "" is invalid: {error}'
+            body = status_body(422, "Invalid", message, group=group, causes=[error.cause()])
+            raise UnprocessableEntityError(message, status=body)
         # Every request this server lets through is allowed: it has no finer authorization.
         return {**out, "spec": spec, "status": {"allowed": True}}
     # SelfSubjectRulesReview: everything, as kube-apiserver lists it for system:masters.
@@ -107,7 +111,7 @@ def review(group: str, plural: str, body: bytes | dict[str, Any], headers: Mappi
         "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
         "incomplete": False,
     }
-    return {**out, "spec": spec, "status": rules}
+    return {**out, "spec": {}, "status": rules}
 
 
 def _decode(body: bytes, kind: str) -> Any:
