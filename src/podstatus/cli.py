@@ -442,6 +442,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         console.print("[bold red]An invariant was broken: see above.[/]")
     for failure in result.failures():
         console.print(f"[bold red]FAILED:[/] {escape(failure)}")
+    for reason in result.not_created[:3]:
+        # Whole, on one line: the table's cell cuts a server's message into pieces.
+        console.print(f"  never created: {escape(reason)}", soft_wrap=True)
     if not result.ok:
         return 1
     if result.node_registrations > len(names) or result.create_retries:
@@ -519,6 +522,8 @@ def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int
         phases.add_row(phase, str(count))
     phases.add_row("deleted (gone)", str(result.deleted))
     phases.add_row("[bold]created[/]", f"[bold]{result.pods_created}[/]")
+    if getattr(result, "recreated", 0):
+        phases.add_row("  of which recreated (once each)", str(result.recreated))
     # What became of the world the run made: anything here but zeros is a failed run.
     lost_style = "bold red" if result.lost else "green"
     phases.add_row("lost (gone, not deleted)", f"[{lost_style}]{len(result.lost)}[/]")

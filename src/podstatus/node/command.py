@@ -234,7 +234,8 @@ def cluster_client(kubeconfig: str | None, context: str | None, **kwargs: Any) -
         raise
     except Exception as err:  # kubernetes.config's ConfigException and friends
         if kubeconfig or context or env or home.exists():
-            raise ValueError(f"cannot load the kubeconfig {kubeconfig or env or home}: {err}") from err
+            where = kubeconfig or env or home
+            raise ValueError(f"cannot load the cluster's configuration from {where}: {err}") from err
         raise ValueError(
             "no cluster to talk to: give --kubeconfig, set KUBECONFIG, or write ~/.kube/config "
             f"(in a pod: its service account, with KUBERNETES_SERVICE_HOST and _PORT set): {err}"
