@@ -97,9 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--pods", type=_positive_int, default=None, help=f"pods of the built-in mix (default {DEFAULT_PODS})"
     )
     sim.add_argument(
-        "-f", "--filename", action="append", default=[], help="YAML/JSON file of pods (repeatable)"
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        help="YAML/JSON file of pods (repeatable), run as written: never deleted or recreated midway",
     )
-    sim.add_argument("--kubeconfig", default=None, help="act as a virtual node of this cluster instead")
+    sim.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="act as a virtual node of this cluster instead (its pods and Node are deleted at the end)",
+    )
     sim.add_argument("--context", default=None, help="kubeconfig context")
     sim.add_argument(
         "--node",
@@ -121,11 +129,16 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
     sim.add_argument("--faults", default="", help="fault injection in the embedded server")
     sim.add_argument(
-        "--write-kubeconfig", default=None, help="write a kubeconfig for the embedded server here"
+        "--write-kubeconfig",
+        default=None,
+        help="write the embedded server's kubeconfig here (removed when the run ends and the server stops)",
     )
     sim.add_argument("--seed", type=int, default=1)
     sim.add_argument(
-        "--delete-fraction", type=float, default=0.3, help="share of long-running pods deleted midway"
+        "--delete-fraction",
+        type=float,
+        default=0.3,
+        help="share of the built-in mix's long-running pods deleted midway",
     )
     sim.add_argument("--no-progress", action="store_true", help="no live progress display")
 
@@ -402,7 +415,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sim.stop()
 
-    previous = signal.signal(signal.SIGINT, _interrupted)
+    # Only the main thread may set handlers (main() called from another thread keeps Python's).
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _interrupted) if main_thread else None
     cleaned: tuple[int, int] | None = None
     try:
         if args.no_progress or not console.is_terminal:
@@ -423,7 +438,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if args.kubeconfig:
             # A cluster keeps what it is given: leave it as found, so the same command runs again.
             cleaned = sim.cleanup()
-        signal.signal(signal.SIGINT, previous)
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
         if server is not None:
             server.stop()
             if temp_dir is not None:
