@@ -162,8 +162,8 @@ def load_provider(spec: str | None, node_name: str, index: int) -> Any:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"--provider must be module:Class, got {spec!r}")
-    # As `python -m` and kubectl plugins' users expect, a module in the current folder is found:
-    # the console script's path starts at its own bin folder. Last, so it shadows nothing.
+    # As with `python -m`, a module in the current folder is found (the console script's path
+    # starts at its own bin folder instead). Appended, so it shadows no installed module.
     if os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())
     try:
