@@ -97,9 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--pods", type=_positive_int, default=None, help=f"pods of the built-in mix (default {DEFAULT_PODS})"
     )
     sim.add_argument(
-        "-f", "--filename", action="append", default=[], help="YAML/JSON file of pods (repeatable)"
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        help="YAML/JSON file of pods (repeatable), run as written: never deleted or recreated midway",
     )
-    sim.add_argument("--kubeconfig", default=None, help="act as a virtual node of this cluster instead")
+    sim.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="act as a virtual node of this cluster instead (its pods and Node are deleted at the end)",
+    )
     sim.add_argument("--context", default=None, help="kubeconfig context")
     sim.add_argument(
         "--node",
@@ -121,11 +129,16 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
     sim.add_argument("--faults", default="", help="fault injection in the embedded server")
     sim.add_argument(
-        "--write-kubeconfig", default=None, help="write a kubeconfig for the embedded server here"
+        "--write-kubeconfig",
+        default=None,
+        help="write the embedded server's kubeconfig here (removed when the run ends and the server stops)",
     )
     sim.add_argument("--seed", type=int, default=1)
     sim.add_argument(
-        "--delete-fraction", type=float, default=0.3, help="share of long-running pods deleted midway"
+        "--delete-fraction",
+        type=float,
+        default=0.3,
+        help="share of the built-in mix's long-running pods deleted midway",
     )
     sim.add_argument("--no-progress", action="store_true", help="no live progress display")
 
@@ -140,7 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .node.command import add_parser as add_node_parser
 
-    add_node_parser(sub)
+    node = add_node_parser(sub)
+    for command in (serve, sim, node):
+        # Also after the command (`podstatus node -v`), added to any given before it.
+        command.add_argument(
+            "-v",
+            "--verbose",
+            dest="sub_verbose",
+            action="count",
+            default=0,
+            help="more logging (-v info, -vv debug)",
+        )
     return parser
 
 
@@ -168,7 +191,7 @@ def tune_gc() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose)
+    _setup_logging(args.verbose + args.sub_verbose)
     if argv is None:
         # The process itself (the console script), not a caller in a process of its own making.
         tune_gc()
@@ -181,19 +204,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_node(args)
         return cmd_simulate(args)
     except (InvalidObjectError, ValueError, OSError) as err:
-        _print_error(f"[bold red]error:[/] {err}")
+        _print_error(args, "error:", err)
         return 2
     except ApiError as err:
-        _print_error(f"[bold red]API error:[/] {err}")
+        _print_error(args, "API error:", err)
         return 2
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
-def _print_error(markup: str) -> None:
+# Ctrl-C: the shell's 128 + SIGINT, as any command interrupted so.
+EXIT_INTERRUPTED = 130
+
+
+def _print_error(args: argparse.Namespace, label: str, err: BaseException) -> None:
+    if getattr(args, "log_format", "text") == "json":
+        from .node.command import say
+
+        say(f"{label} {err}", json_lines=True, error=True)
+        return
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True).print(markup)
+    # Escaped, no emoji codes: a file name or a server's message ("[a-z0-9]", ":X:") is text, not markup.
+    Console(stderr=True, soft_wrap=True, emoji=False).print(f"[bold red]{label}[/] {escape(str(err))}")
 
 
 # --- serve ------------------------------------------------------------------------------
@@ -280,54 +314,69 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    import shutil
+
     from rich.console import Console
     from rich.live import Live
+    from rich.markup import escape
 
     from .clients.base import RequestCounter
     from .metrics import Metrics
-    from .node.command import sync_connections
+    from .node.command import cluster_client, sync_connections
     from .simulator import Simulation, simulated_node_names
     from .workloads import builtin_mix, load_pod_files
 
-    console = Console()
+    console = Console(emoji=False)  # names and messages in it are text: ":x:" stays ":x:"
     names = simulated_node_names(args.node, args.nodes)
     # Many nodes' pod writes share one connection pool, sized to the shared sync pool.
     pool_maxsize = sync_connections(len(names))
+    # The user's pods (-f) run as written; only the built-in mix's are deleted and recreated midway.
+    user_manifests: list[dict[str, Any]] = []
     if args.filename:
-        manifests = load_pod_files(args.filename, namespace=args.namespace)
-        if args.pods:
-            manifests += builtin_mix(args.pods, namespace=args.namespace, seed=args.seed)
+        user_manifests = load_pod_files(args.filename, namespace=args.namespace)
+        manifests = builtin_mix(args.pods, namespace=args.namespace, seed=args.seed) if args.pods else []
     else:
         manifests = builtin_mix(args.pods or DEFAULT_PODS, namespace=args.namespace, seed=args.seed)
 
     metrics = Metrics() if args.metrics_port is not None else None
     counter = RequestCounter()
+    server = None
+    client: Any
+    if args.kubeconfig:
+        client = cluster_client(args.kubeconfig, args.context, requests=counter, pool_maxsize=pool_maxsize)
+        target = f"cluster from {escape(args.kubeconfig)}"
     if metrics is not None:
         counter.add_callback(metrics.count_request)
         metrics.serve(args.metrics_port)
         console.print(f"Prometheus metrics on http://127.0.0.1:{args.metrics_port}/metrics")
 
-    server = None
-    if args.kubeconfig:
-        from .clients.http import HttpKubeClient
-
-        client: Any = HttpKubeClient.from_kubeconfig(
-            args.kubeconfig, context=args.context, requests=counter, pool_maxsize=pool_maxsize
-        )
-        target = f"cluster from {args.kubeconfig}"
-    else:
+    # What this run writes for the embedded server goes when it stops: a kubeconfig left
+    # behind would point at a server that is gone.
+    written: Path | None = None
+    temp_dir: Path | None = None
+    if not args.kubeconfig:
         from .server.security import private_dir
 
         server = _make_server("127.0.0.1", 0, args.faults)
         server.start()
         # Pods need their namespace (as on a real cluster, where it is created first).
         for ns in sorted(
-            {str((m.get("metadata") or {}).get("namespace") or args.namespace) for m in manifests}
+            {
+                str((m.get("metadata") or {}).get("namespace") or args.namespace)
+                for m in [*user_manifests, *manifests]
+            }
         ):
             server.store.ensure_namespace(ns)
-        # A fresh private directory, not a predictable name in the shared temp folder.
-        kubeconfig = args.write_kubeconfig or str(private_dir("podstatus-simulate-") / "kubeconfig")
-        server.write_kubeconfig(kubeconfig)
+        try:
+            if args.write_kubeconfig:
+                written = server.write_kubeconfig(args.write_kubeconfig)
+            else:
+                # A fresh private directory, not a predictable name in the shared temp folder.
+                temp_dir = private_dir("podstatus-simulate-")
+                written = server.write_kubeconfig(temp_dir / "kubeconfig")
+        except OSError:
+            server.stop()
+            raise
         if args.in_process:
             from .clients.embedded import EmbeddedClient
 
@@ -338,19 +387,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
             client = HttpKubeClient(server.url, requests=counter, pool_maxsize=pool_maxsize)
             target = f"embedded API server at {server.url}"
-        console.print(f"kubeconfig for kubectl: [bold]{kubeconfig}[/]")
+        console.print(f"kubeconfig for kubectl, while this run lasts: [bold]{escape(str(written))}[/]")
 
     options: dict[str, Any] = {} if args.kubelet_mode else {"fast_path": True}
     if args.workers:
         options["workers"] = args.workers
     mode = "kubelet mode" if args.kubelet_mode else f"fast path, {options.get('workers', 4)} workers"
     console.print(
-        f"Simulating {_nodes_label(names, '[bold]', '[/]')} with {len(manifests)} pods against the {target} ({mode})"
+        f"Simulating {_nodes_label([escape(n) for n in names], '[bold]', '[/]')} with "
+        f"{len(manifests) + len(user_manifests)} pods against the {target} ({mode})"
     )
 
     sim = Simulation(
         client,
         manifests,
+        user_manifests=user_manifests,
         nodes=names,
         duration=args.duration,
         delete_fraction=args.delete_fraction,
@@ -360,6 +411,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         request_counter=counter,
         on_sync=metrics.observe_sync if metrics is not None else None,
     )
+
+    def _interrupted(signum: int, frame: Any) -> None:
+        # The first Ctrl-C ends the run early, with its summary; a second one ends it now.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sim.stop()
+
+    # Only the main thread may set handlers (main() called from another thread keeps Python's).
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _interrupted) if main_thread else None
+    cleaned: tuple[int, int] | None = None
     try:
         if args.no_progress or not console.is_terminal:
             last: list[str] = []
@@ -376,13 +437,32 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 sim.on_progress = lambda p: live.update(_progress_table(p))
                 result = sim.run()
     finally:
+        if args.kubeconfig:
+            # A cluster keeps what it is given: leave it as found, so the same command runs again.
+            cleaned = sim.cleanup()
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
         if server is not None:
             server.stop()
+            if temp_dir is not None:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+            elif written is not None:
+                written.unlink(missing_ok=True)
     console.print(render_summary(result, names, mode, console.width))
+    if written is not None:
+        console.print(f"The embedded server stopped: {escape(str(written))} was removed.")
+    if cleaned is not None:
+        console.print(f"Cleaned up: deleted the {cleaned[0]} pods and {cleaned[1]} Node(s) this run created.")
+    if result.interrupted:
+        console.print("[bold yellow]Interrupted:[/] the summary so far.")
+        return EXIT_INTERRUPTED
     if not result.invariants_ok:
         console.print("[bold red]An invariant was broken: see above.[/]")
     for failure in result.failures():
-        console.print(f"[bold red]FAILED:[/] {failure}")
+        console.print(f"[bold red]FAILED:[/] {escape(failure)}")
+    for reason in result.not_created[:3]:
+        # Whole, on one line: the table's cell cuts a server's message into pieces.
+        console.print(f"  never created: {escape(reason)}", soft_wrap=True)
     if not result.ok:
         return 1
     if result.node_registrations > len(names) or result.create_retries:
@@ -449,6 +529,7 @@ def _heartbeat_table(heartbeats: Sequence[Any]) -> Table:
 
 
 def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int = 120) -> Table:
+    from rich.markup import escape
     from rich.table import Table
 
     outer = Table.grid(padding=(0, 2))
@@ -459,13 +540,15 @@ def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int
         phases.add_row(phase, str(count))
     phases.add_row("deleted (gone)", str(result.deleted))
     phases.add_row("[bold]created[/]", f"[bold]{result.pods_created}[/]")
+    if getattr(result, "recreated", 0):
+        phases.add_row("  of which recreated (once each)", str(result.recreated))
     # What became of the world the run made: anything here but zeros is a failed run.
     lost_style = "bold red" if result.lost else "green"
     phases.add_row("lost (gone, not deleted)", f"[{lost_style}]{len(result.lost)}[/]")
     missing_style = "bold red" if result.not_created else "green"
     phases.add_row("never created", f"[{missing_style}]{len(result.not_created)}[/]")
     for example in [*result.lost[:3], *result.not_created[:3]]:
-        phases.add_row(f"  [red]{example}[/]", "")
+        phases.add_row(f"  [red]{escape(example)}[/]", "")
     phases.add_row("create retries", str(result.create_retries))
     if result.creates_adopted:
         phases.add_row("  of which found already created", str(result.creates_adopted))
@@ -510,7 +593,7 @@ def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int
         style = "green" if inv.violations == 0 else "bold red"
         invariants.add_row(inv.name, str(inv.checked), f"[{style}]{inv.violations}[/]")
         for example in inv.examples:
-            invariants.add_row(f"  [red]{example}[/]", "", "")
+            invariants.add_row(f"  [red]{escape(example)}[/]", "", "")
 
     tables = [phases, requests, latency, invariants]
     if result.heartbeats:
@@ -522,8 +605,14 @@ def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int
         for table in tables:
             outer.add_row(table)
     wrapper = Table(
-        title=f"podstatus simulate: {_nodes_label(node)}, {mode}, {result.elapsed:.1f} s"
-        + ("" if result.settled else " (stopped at --duration before settling)"),
+        title=f"podstatus simulate: {escape(_nodes_label(node))}, {mode}, {result.elapsed:.1f} s"
+        + (
+            " (interrupted: the summary so far)"
+            if getattr(result, "interrupted", False)
+            else ""
+            if result.settled
+            else " (stopped at --duration before settling)"
+        ),
         show_header=False,
         box=None,
     )
