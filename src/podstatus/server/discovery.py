@@ -110,6 +110,7 @@ def api_resource_list() -> dict[str, Any]:
             sub("pods/binding", "Binding", True, ["create"]),
             # kubectl drain evicts only when this names its group and version (policy/v1).
             {**sub("pods/eviction", "Eviction", True, ["create"]), "group": "policy", "version": "v1"},
+            sub("pods/resize", "Pod", True, ["get", "patch", "update"]),
             sub("pods/status", "Pod", True, ["get", "patch", "update"]),
             {
                 "name": "events",
@@ -451,6 +452,7 @@ def openapi_v3_document() -> dict[str, Any]:
         "/api/v1/namespaces/{namespace}/pods": _ns_param(_collection_path("Pod")),
         "/api/v1/namespaces/{namespace}/pods/{name}": _ns_param(_item_path("Pod")),
         "/api/v1/namespaces/{namespace}/pods/{name}/status": _ns_param(_item_path("Pod", deletable=False)),
+        "/api/v1/namespaces/{namespace}/pods/{name}/resize": _ns_param(_item_path("Pod", deletable=False)),
         "/api/v1/nodes": _collection_path("Node"),
         "/api/v1/nodes/{name}": _item_path("Node"),
         "/api/v1/nodes/{name}/status": _item_path("Node", deletable=False),

@@ -58,6 +58,7 @@ from ..patch import (
 from ..qos import compute_pod_qos
 from ..types import InvalidObjectError, Pod
 from . import apply as _apply
+from . import resize as _resize
 from . import schema
 from .selectors import SELECTED_FIELDS, FieldSelector, LabelSelector, SelectorError
 
@@ -1842,6 +1843,8 @@ class Store:
 
     @staticmethod
     def _check_subresource(info: ResourceInfo, subresource: str | None) -> None:
+        if subresource == "resize" and info.name == "pods":
+            return  # pods/resize: in-place resize of container resources
         if subresource not in (None, "", "status") or (not info.has_status and subresource):
             message = "the server could not find the requested resource"
             status = status_body(404, "NotFound", message)
@@ -2013,6 +2016,14 @@ class Store:
                 _convert_pod_ips(status)
                 _default_conditions(status)
             obj["status"] = status if status is not None else {}
+        elif subresource == "resize":
+            spec = new.get("spec")
+            if isinstance(spec, dict):
+                spec = dict(spec)
+                _default_pod_spec(spec)
+                new = dict(new, spec=spec)
+            obj = _resize.prepare(cur, new, meta)
+            errors.extend(FieldError(*e) for e in _resize.validate(cur, obj))
         else:
             obj = dict(new)
             obj["kind"] = cur.get("kind", info.kind)
