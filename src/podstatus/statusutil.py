@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from .conditions import (
+    ALL_CONTAINERS_RESTARTING,
     CONTAINERS_READY,
     DISRUPTION_TARGET,
     POD_COMPLETED,
@@ -51,7 +52,8 @@ from .types import (
 # The kubelet's kubecontainer.MaxPodTerminationMessageLogLength.
 MAX_POD_TERMINATION_MESSAGE_LOG_LENGTH = 1024 * 12
 
-# Conditions whose lastTransitionTime the manager owns (SPEC 4.2 step 4).
+# Conditions whose lastTransitionTime the manager owns (SPEC 4.2 step 4; v1.37 adds
+# AllContainersRestarting).
 TRANSITION_TIME_CONDITIONS = (
     CONTAINERS_READY,
     POD_READY,
@@ -59,6 +61,7 @@ TRANSITION_TIME_CONDITIONS = (
     POD_READY_TO_START_CONTAINERS,
     POD_SCHEDULED,
     DISRUPTION_TARGET,
+    ALL_CONTAINERS_RESTARTING,
 )
 
 # The API's int32 fields: a larger number is refused by the server (400), so refuse it here.
@@ -486,11 +489,11 @@ def normalize_status(spec: PodSpec, status: PodStatus, known: PodStatus | None =
         init = _sorted_by_spec(init, spec.init_containers)
     if init is not status.init_container_statuses:
         changes["init_container_statuses"] = init
-    ephemeral = _norm_container_statuses(
-        status.ephemeral_container_statuses,
-        per_status,
-        known.ephemeral_container_statuses if known is not None else None,
-    )
+    known_ephemeral = known.ephemeral_container_statuses if known is not None else None
+    ephemeral = _norm_container_statuses(status.ephemeral_container_statuses, per_status, known_ephemeral)
+    if ephemeral is not None and ephemeral is not known_ephemeral:
+        # Sorted by name, as upstream's normalizeStatus does.
+        ephemeral = _sorted_by_name(ephemeral)
     if ephemeral is not status.ephemeral_container_statuses:
         changes["ephemeral_container_statuses"] = ephemeral
     for attr in ("pod_ips", "host_ips"):
@@ -869,22 +872,48 @@ def compact_status(status: PodStatus, known: PodStatus | None, pool: ValuePool) 
 # --- comparison --------------------------------------------------------------------
 
 
-def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
-    """SPEC 4.2 step 7: equal as the kubelet sees it.
+def _kubelet_conditions(conditions: Sequence[PodCondition] | None) -> dict[str, PodCondition]:
+    # Upstream fills a map by type: the last condition of a type stands for it.
+    return {c.type: c for c in conditions or () if is_kubelet_owned(c.type) or is_kubelet_shared(c.type)}
 
-    Every kubelet-owned or -shared condition of ``new`` has a twin in ``old``
-    with the same status, reason and message; with ``old``'s conditions
-    replaced by ``new``'s, the statuses are equal (so transition times and
-    conditions owned by others never cause a write on their own).
+
+def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
+    """SPEC 4.2 step 7: equal as the kubelet sees it (upstream's isPodStatusByKubeletEqual).
+
+    Both statuses have the same kubelet-owned or -shared condition types, and
+    each of ``new``'s has a twin in ``old`` with the same status, reason and
+    message; with ``old``'s conditions and resource claim statuses (which the
+    kubelet does not own) replaced by ``new``'s, the statuses are equal (so
+    transition times and conditions owned by others never cause a write on
+    their own).
     """
-    if old.conditions == new.conditions:
-        # Same conditions: every owned one has its twin. One C-level compare settles the rest.
-        return old == new
-    for c in new.conditions or ():
-        if is_kubelet_owned(c.type) or is_kubelet_shared(c.type):
-            oc = get_condition(old.conditions, c.type)
-            if oc is None or oc.status != c.status or oc.message != c.message or oc.reason != c.reason:
+    if old.conditions != new.conditions:
+        mine, theirs = _kubelet_conditions(new.conditions), _kubelet_conditions(old.conditions)
+        if len(mine) != len(theirs):
+            return False
+        for ctype, c in mine.items():
+            oc = theirs.get(ctype)
+            # Go compares strings: unset and "" are the same.
+            if (
+                oc is None
+                or oc.status != c.status
+                or (oc.message or "") != (c.message or "")
+                or (oc.reason or "") != (c.reason or "")
+            ):
                 return False
+    if (
+        old.resource_claim_statuses is not new.resource_claim_statuses
+        or old.extended_resource_claim_status is not new.extended_resource_claim_status
+        or old.node_allocatable_resource_claim_statuses is not new.node_allocatable_resource_claim_statuses
+    ):
+        old = old.replace(
+            resource_claim_statuses=new.resource_claim_statuses,
+            extended_resource_claim_status=new.extended_resource_claim_status,
+            node_allocatable_resource_claim_statuses=new.node_allocatable_resource_claim_statuses,
+        )
+    if old.conditions == new.conditions:
+        # Same conditions: one C-level compare settles the rest.
+        return old == new
     return old.replace(conditions=new.conditions) == new
 
 
@@ -945,7 +974,11 @@ def update_last_transition_times(old: PodStatus, new: PodStatus, now: datetime) 
     for c in conditions:
         oc = old_by_type.get(c.type)
         if c.type in TRANSITION_TIME_CONDITIONS:
-            when = oc.last_transition_time if oc is not None and oc.status == c.status else now
+            # A time taken over from the old status is normalised like the rest (the old status
+            # may be a pod object's, with sub-second times), as upstream normalises after copying.
+            when = (
+                normalize_time(oc.last_transition_time) if oc is not None and oc.status == c.status else now
+            )
             if when != c.last_transition_time:
                 c = c.replace(last_transition_time=when)
                 changed = True
@@ -1058,37 +1091,60 @@ def replace_or_append_condition(
     return tuple(out)
 
 
-def _terminal_ready_condition(condition_type: str, phase: str, old: PodStatus, now: datetime) -> PodCondition:
+def _terminal_ready_condition(
+    condition_type: str, phase: str, old: PodStatus, now: datetime, generation: int | None
+) -> PodCondition:
     reason = POD_FAILED if phase == "Failed" else POD_COMPLETED
     previous = get_condition(old.conditions, condition_type)
     when = previous.last_transition_time if previous is not None and previous.status == "False" else now
-    return PodCondition(type=condition_type, status="False", reason=reason, last_transition_time=when)
+    return PodCondition(
+        type=condition_type,
+        status="False",
+        observed_generation=generation,
+        reason=reason,
+        last_transition_time=when,
+    )
 
 
 def merge_pod_status(
-    api_status: PodStatus, cached: PodStatus, could_have_running_containers: bool, now: datetime
+    api_status: PodStatus,
+    cached: PodStatus,
+    could_have_running_containers: bool,
+    now: datetime,
+    *,
+    generation: int | None = None,
 ) -> PodStatus:
-    """SPEC 4.7: the status to write, given the API server's and the cached one."""
+    """SPEC 4.7: the status to write, given the API server's and the cached one.
+
+    ``generation`` is the pod's ``metadata.generation``: the observedGeneration
+    of a Ready or ContainersReady condition forced to False in a terminal phase.
+    """
     conditions: list[PodCondition] = [c for c in api_status.conditions or () if not is_kubelet_owned(c.type)]
     transitioning_to_terminal = not is_terminal_phase(api_status.phase) and is_terminal_phase(cached.phase)
-    merged_tuple: tuple[PodCondition, ...]
+    take_shared = transitioning_to_terminal and not could_have_running_containers
     for c in cached.conditions or ():
         if is_kubelet_owned(c.type):
             conditions.append(c)
+        elif take_shared and c.type == DISRUPTION_TARGET:
+            # Taken where it stands among the cached conditions (upstream's single walk); its
+            # sending was held back until the containers stopped, so its time is the API
+            # condition's when the status did not change, else now (updateLastTransitionTime).
+            api_c = get_condition(api_status.conditions, c.type)
+            when = api_c.last_transition_time if api_c is not None and api_c.status == c.status else now
+            replaced = False
+            for i, kept in enumerate(conditions):
+                if kept.type == c.type:
+                    conditions[i] = c.replace(last_transition_time=when)
+                    replaced = True
+                    break
+            if not replaced:
+                conditions.append(c.replace(last_transition_time=when))
     merged_tuple = tuple(conditions)
-    for c in cached.conditions or ():
-        if (
-            is_kubelet_shared(c.type)
-            and c.type == DISRUPTION_TARGET
-            and transitioning_to_terminal
-            and not could_have_running_containers
-        ):
-            # The condition was held back until the containers stopped: its time is set afresh
-            # (SPEC 4.7), as the time set when it was accepted is stale by now.
-            merged_tuple = replace_or_append_condition(merged_tuple, c.replace(last_transition_time=now))
     changes: dict[str, Any] = {"conditions": merged_tuple or None}
     # Not the kubelet's to write: keep what the server has.
     changes["resource_claim_statuses"] = api_status.resource_claim_statuses
+    changes["extended_resource_claim_status"] = api_status.extended_resource_claim_status
+    changes["node_allocatable_resource_claim_statuses"] = api_status.node_allocatable_resource_claim_statuses
     # Status fields this library does not know (a newer API) are the server's too: never null them out.
     if api_status.extra is not None:
         if cached.extra is None:
@@ -1110,10 +1166,10 @@ def merge_pod_status(
             assert phase is not None
             new_conditions = merged.conditions or ()
             new_conditions = replace_or_append_condition(
-                new_conditions, _terminal_ready_condition(CONTAINERS_READY, phase, merged, now)
+                new_conditions, _terminal_ready_condition(CONTAINERS_READY, phase, merged, now, generation)
             )
             new_conditions = replace_or_append_condition(
-                new_conditions, _terminal_ready_condition(POD_READY, phase, merged, now)
+                new_conditions, _terminal_ready_condition(POD_READY, phase, merged, now, generation)
             )
             merged = merged.replace(conditions=new_conditions)
     return merged
