@@ -44,7 +44,10 @@ import msgspec
 
 from ..conditions import (
     POD_READY_TO_START_CONTAINERS,
+    POD_RESIZE_IN_PROGRESS,
+    POD_RESIZE_PENDING,
     POD_SCHEDULED,
+    calculate_pod_condition_observed_generation,
     generate_containers_ready_condition,
     generate_pod_initialized_condition,
     generate_pod_ready_condition,
@@ -176,7 +179,9 @@ def _initial_allocation(pod: Pod) -> Allocation:
     allocation = allocation_of(pod.spec.to_dict())
     for cs in (*(pod.status.init_container_statuses or ()), *(pod.status.container_statuses or ())):
         if cs.name in allocation and isinstance(cs.resources, dict):
-            allocation[cs.name] = {k: dict(v) for k, v in cs.resources.items() if k in ("limits", "requests") and v}
+            allocation[cs.name] = {
+                k: dict(v) for k, v in cs.resources.items() if k in ("limits", "requests") and v
+            }
     return allocation
 
 
@@ -198,7 +203,9 @@ def _with_resources(
         if cs.name in names and alloc is not None:
             resources = cs.resources
             if cs.state.running is None or not isinstance(resources, dict):
-                applied = actuated.get(cs.name) if actuated is not None and cs.state.running is not None else None
+                applied = (
+                    actuated.get(cs.name) if actuated is not None and cs.state.running is not None else None
+                )
                 resources = applied if applied is not None else alloc
             cs = cs.replace(allocated_resources=alloc.get("requests"), resources=resources)
         out.append(cs)
@@ -917,6 +924,8 @@ class NodeAgent:
         self._tasks.submit(uid, self._create_pod, uid)
 
     def _seed(self, state: _PodState) -> None:
+        # A restart of the agent: the resize conditions the server shows are where it left off.
+        self.manager.backfill_pod_resize_conditions([state.pod])
         try:
             self.manager.set_pod_status(state.pod, state.pod.status)
         except InvalidObjectError as err:
@@ -1101,7 +1110,9 @@ class NodeAgent:
         )
         ref = ObjectRef.for_pod(pod)
         if decision.outcome != ACCEPTED:
-            if self.manager.set_pod_resize_pending_condition(uid, decision.reason, decision.message, generation):
+            if self.manager.set_pod_resize_pending_condition(
+                uid, decision.reason, decision.message, generation
+            ):
                 reason = "ResizeInfeasible" if decision.reason == INFEASIBLE else "ResizeDeferred"
                 text = resize_message(f"Pod resize {decision.reason}", spec, generation, decision.message)
                 self.recorder.event(ref, WARNING, reason, text)
@@ -1114,7 +1125,9 @@ class NodeAgent:
         # A new allocation restarts the in-progress condition at this generation.
         self.manager.clear_pod_resize_in_progress_condition(uid)
         self.manager.set_pod_resize_in_progress_condition(uid, "", "", generation)
-        self.recorder.event(ref, NORMAL, "ResizeStarted", resize_message("Pod resize started", spec, generation))
+        self.recorder.event(
+            ref, NORMAL, "ResizeStarted", resize_message("Pod resize started", spec, generation)
+        )
         _log(logging.INFO, "pod resize accepted", pod=pod.key(), podUID=uid, generation=generation)
         self._republish(uid)
         if actuate and state.created:
@@ -1280,18 +1293,37 @@ class NodeAgent:
             if isinstance(c, PodCondition) and not is_kubelet_owned(c.type) and c.type not in known
         ]
         started = bool(status.pod_ip) or any(cs.state.waiting is None for cs in every)
-        conditions.append(PodCondition(type=POD_SCHEDULED, status="True"))
+        # The resize conditions the manager holds (kubelet-owned: the agent states them or they go).
+        conditions.extend(self.manager.get_pod_resize_conditions(pod.uid))
+        # observedGeneration (KEP-5067): each condition says which generation of the pod it saw.
+        generation = pod.metadata.generation
+        conditions.append(
+            PodCondition(
+                type=POD_SCHEDULED,
+                status="True",
+                observed_generation=calculate_pod_condition_observed_generation(
+                    base, generation, POD_SCHEDULED
+                ),
+            )
+        )
         conditions.append(
             PodCondition(
                 type=POD_READY_TO_START_CONTAINERS,
                 status="True" if started and not is_terminal_phase(phase) else "False",
+                observed_generation=calculate_pod_condition_observed_generation(
+                    base, generation, POD_READY_TO_START_CONTAINERS
+                ),
             )
         )
-        conditions.append(generate_pod_initialized_condition(pod.spec, every, phase))
-        conditions.append(generate_containers_ready_condition(pod.spec, every, phase))
-        conditions.append(generate_pod_ready_condition(pod.spec, conditions, every, phase))
-        # The resize conditions the manager holds (kubelet-owned: the agent states them or they go).
-        conditions.extend(self.manager.get_pod_resize_conditions(pod.uid))
+        conditions.append(
+            generate_pod_initialized_condition(pod.spec, every, phase, pod=pod, old_status=base)
+        )
+        conditions.append(
+            generate_containers_ready_condition(pod.spec, every, phase, pod=pod, old_status=base)
+        )
+        conditions.append(
+            generate_pod_ready_condition(pod.spec, conditions, every, phase, pod=pod, old_status=base)
+        )
         host_ip = next(
             (a.get("address") for a in self._description.addresses if a.get("type") == "InternalIP"), None
         )
