@@ -194,3 +194,16 @@ def test_resize_of_a_missing_pod_and_other_kinds(env: dict[str, str]) -> None:
     assert 'pods "nope" not found' in proc.stderr
     out = kubectl(env, "get", "--raw", "/api/v1/nodes/x/resize", ok=False)
     assert "the server could not find the requested resource" in out.stderr
+
+
+def test_replace_through_the_resize_subresource(env: dict[str, str]) -> None:
+    """PUT pods/NAME/resize: the whole pod is sent, only its resources are taken."""
+    kubectl(env, "apply", "-f", "-", input=_pod_yaml("put"))
+    pod = get(env, "put")
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "250m"
+    pod["metadata"]["labels"] = {"app": "changed"}
+    kubectl(env, "replace", "--subresource", "resize", "-f", "-", input=json.dumps(pod))
+    after = get(env, "put")
+    assert after["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "250m"
+    assert after["metadata"]["labels"] == {"app": "rs"}
+    assert after["metadata"]["generation"] == 2
