@@ -80,6 +80,7 @@ from .resize import (
     INFEASIBLE,
     Allocation,
     allocation_of,
+    allocation_of_pod,
     decide,
     pod_requests,
     resize_message,
@@ -176,7 +177,7 @@ def _waiting(c: Any, reason: str) -> ContainerStatus:
 def _initial_allocation(pod: Pod) -> Allocation:
     """What a pod was allocated when the agent first sees it: its spec, or (a pod running before a
     restart of the agent) the resources its container statuses report, as the kubelet's checkpoint."""
-    allocation = allocation_of(pod.spec.to_dict())
+    allocation = allocation_of_pod(pod)
     for cs in (*(pod.status.init_container_statuses or ()), *(pod.status.container_statuses or ())):
         if cs.name in allocation and isinstance(cs.resources, dict):
             allocation[cs.name] = {
@@ -1058,11 +1059,9 @@ class NodeAgent:
     def _allocated_pod(self, state: _PodState) -> Pod:
         """The pod with the resources the agent allocated it (the spec may ask for more)."""
         pod, allocated = state.pod, state.allocated
-        if allocated is None:
+        if allocated is None or same_allocation(allocation_of_pod(pod), allocated):
             return pod
         spec = pod.spec.to_dict()
-        if same_allocation(allocation_of(spec), allocated):
-            return pod
         for key in ("initContainers", "containers"):
             for c in spec.get(key) or ():
                 resources = allocated.get(c.get("name"))

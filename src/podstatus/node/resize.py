@@ -34,6 +34,7 @@ __all__ = [
     "Allocation",
     "ResizeDecision",
     "allocation_of",
+    "allocation_of_pod",
     "decide",
     "pod_requests",
     "resize_message",
@@ -83,6 +84,15 @@ def allocation_of(spec: Mapping[str, Any]) -> Allocation:
     return {
         str(c.get("name")): _resources(c)
         for c in [*_containers(spec, "initContainers"), *_containers(spec, "containers")]
+    }
+
+
+def allocation_of_pod(pod: Any) -> Allocation:
+    """:func:`allocation_of` from a typed :class:`~podstatus.types.Pod` (no conversion of its spec)."""
+    spec = pod.spec
+    return {
+        c.name: _resources({"resources": c.resources})
+        for c in (*(spec.init_containers or ()), *(spec.containers or ()))
     }
 
 

@@ -38,7 +38,7 @@ from ..types import (
 )
 from ..workloads import behaviour_of
 from .provider import NodeDescription, PodNotifier
-from .resize import allocation_of, same_resources
+from .resize import allocation_of_pod, same_resources
 from .runtime import shared_timer
 
 __all__ = ["SimContainer", "SimPod", "SimulatedProvider", "Timings"]
@@ -237,7 +237,7 @@ class SimulatedProvider:
             sim = self._sims.get(pod.uid)
             if sim is None or sim.deleting:
                 return
-            wanted = allocation_of(pod.spec.to_dict())
+            wanted = allocation_of_pod(pod)
             for c in sim.all_containers():
                 new = wanted.get(c.name)
                 if new is not None and not same_resources(new, c.resources):
@@ -306,7 +306,7 @@ class SimulatedProvider:
             )
             for c in pod.spec.containers
         ]
-        allocated = allocation_of(pod.spec.to_dict())
+        allocated = allocation_of_pod(pod)
         for c in [*inits, *containers]:
             c.resources = allocated.get(c.name)
         n = next(self._ip_counter)
