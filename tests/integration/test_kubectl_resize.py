@@ -41,11 +41,23 @@ def server() -> Iterator[EmbeddedApiServer]:
         yield srv
 
 
+NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "node-1", "labels": {"kubernetes.io/os": "linux"}},
+    "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+               "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def env(server: EmbeddedApiServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     home = tmp_path_factory.mktemp("kubectl-home")
     config = server.write_kubeconfig(home / "config")
-    return {**os.environ, "KUBECONFIG": str(config), "HOME": str(home)}
+    out = {**os.environ, "KUBECONFIG": str(config), "HOME": str(home)}
+    # The pods' node: kube-apiserver's resize admission reads its allocatable (and declared features).
+    kubectl(out, "create", "-f", "-", input=json.dumps(NODE))
+    return out
 
 
 def kubectl(
@@ -186,7 +198,7 @@ def test_static_pods_cannot_be_resized(env: dict[str, str]) -> None:
     )
     kubectl(env, "apply", "-f", "-", input=manifest)
     proc = resize(env, "mirror", _containers("200m"), ok=False)
-    assert 'The Pod "mirror" is invalid: : Forbidden: static pods cannot be resized' in proc.stderr
+    assert 'The Pod "mirror" is invalid: []: Forbidden: static pods cannot be resized' in proc.stderr
 
 
 def test_resize_of_a_missing_pod_and_other_kinds(env: dict[str, str]) -> None:
@@ -207,3 +219,35 @@ def test_replace_through_the_resize_subresource(env: dict[str, str]) -> None:
     assert after["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "250m"
     assert after["metadata"]["labels"] == {"app": "rs"}
     assert after["metadata"]["generation"] == 2
+
+
+def test_resize_admission_against_the_node(env: dict[str, str]) -> None:
+    """PodResizeValidator and NodeDeclaredFeatureValidator: 403s from what the pod's node says."""
+    kubectl(env, "apply", "-f", "-", input=_pod_yaml("adm"))
+    proc = resize(env, "adm", _containers("5", "9Gi"), ok=False)
+    assert (
+        'pods "adm" is forbidden: node didn\'t have enough allocatable resources: '
+        "cpu, requested: 5000, allocatable: 4000; memory, requested: 9663676416, allocatable: 8589934592"
+    ) in proc.stderr
+    # Exactly the node's allocatable is allowed.
+    resize(env, "adm", _containers("4", "8Gi"))
+    # A pod on a node the server does not have.
+    kubectl(env, "apply", "-f", "-", input=_pod_yaml("lost").replace("nodeName: node-1", "nodeName: node-9"))
+    proc = resize(env, "lost", _containers("200m"), ok=False)
+    assert 'pods "lost" is forbidden: node "node-9" not found' in proc.stderr
+    # An init container resize needs the node to declare InPlacePodVerticalScalingInitContainers.
+    manifest = _pod_yaml("init") + (
+        "  initContainers:\n  - name: setup\n    image: busybox:1.36\n"
+        "    resources:\n      requests: {cpu: 100m, memory: 64Mi}\n"
+    )
+    kubectl(env, "apply", "-f", "-", input=manifest)
+    patch = {"spec": {"initContainers": [{"name": "setup", "resources": {"requests": {"cpu": "200m"}}}]}}
+    proc = resize(env, "init", patch, ok=False)
+    assert (
+        'pods "init" is forbidden: pod update requires features InPlacePodVerticalScalingInitContainers '
+        'which are not available on node "node-1"'
+    ) in proc.stderr
+    kubectl(env, "patch", "node", "node-1", "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"declaredFeatures": ["InPlacePodVerticalScalingInitContainers"]}}))  # fmt: skip
+    resize(env, "init", patch)
+    assert get(env, "init")["spec"]["initContainers"][0]["resources"]["requests"]["cpu"] == "200m"

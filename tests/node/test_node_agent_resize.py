@@ -11,6 +11,7 @@ import pytest
 from nodekit import events_for, make_agent, pod_manifest, wait_for
 
 from podstatus.clients.embedded import EmbeddedClient
+from podstatus.errors import ForbiddenError
 from podstatus.node import NodeAgent, NodeDescription
 from podstatus.node.simulated import SimulatedProvider, Timings
 from podstatus.server.http import EmbeddedApiServer
@@ -180,19 +181,28 @@ def test_a_resize_that_does_not_fit_is_deferred_until_room_is_freed(
     wait_for(applied, what="the deferred resize applied")
 
 
-def test_a_resize_beyond_the_whole_node_is_deferred_as_v137_does(
+def test_a_resize_beyond_the_whole_node_is_refused_by_the_server_and_a_revert_clears_pending(
     client: EmbeddedClient, agents: list[NodeAgent]
 ) -> None:
+    """v1.37: PodResizeValidator refuses (403) what exceeds the node's allocatable: the node never sees it."""
     start(agents, client, cpu="1")
+    client.create_pod(pod_with("other", "800m"))
     client.create_pod(pod_with("huge", "100m"))
-    wait_for(lambda: running(client, "huge"), what="running")
-    resize(client, "huge", "2")
+    wait_for(lambda: running(client, "huge") and running(client, "other"), what="running")
+    with pytest.raises(ForbiddenError) as refused:
+        resize(client, "huge", "2")
+    assert refused.value.status["message"] == (
+        'pods "huge" is forbidden: node didn\'t have enough allocatable resources: cpu, requested: 2000, '
+        "allocatable: 1000"
+    )
+    assert raw(client, "huge")["metadata"]["generation"] == 1
+    # Within the node but not beside the other pod: deferred; asked back: no longer pending.
+    resize(client, "huge", "500m")
     pending = wait_for(lambda: cond(raw(client, "huge"), "PodResizePending"), what="pending")
     assert (pending["reason"], pending["message"]) == (
         "Deferred",
-        "Node didn't have enough resource: cpu, requested: 2000, used: 0, capacity: 1000",
+        "Node didn't have enough resource: cpu, requested: 500, used: 800, capacity: 1000",
     )
-    # Asked back to what it has: no longer pending.
     resize(client, "huge", "100m")
     wait_for(lambda: cond(raw(client, "huge"), "PodResizePending") is None, what="pending cleared")
     assert raw(client, "huge")["status"]["observedGeneration"] == 3

@@ -10,11 +10,13 @@ form; errors come back as ``(field, type, value, detail)`` for the store to rend
 from __future__ import annotations
 
 import copy
+from decimal import Decimal
 from typing import Any
 
 from ..qos import compute_pod_qos, parse_quantity
+from ..resources import canonical_quantity, node_amount, pod_requests, scaled
 
-__all__ = ["MIRROR_ANNOTATION", "prepare", "validate"]
+__all__ = ["MIRROR_ANNOTATION", "admission_error", "prepare", "validate"]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
@@ -25,6 +27,8 @@ _CPU_MEMORY = ("cpu", "memory")
 _NO_OVERCOMMIT_PREFIXES = ("hugepages-",)
 
 Error = tuple[str, str, Any, str]
+# field.NewPath(""): the pod as a whole, which Go prints as "[]".
+_ROOT = "[]"
 
 
 def _sections(spec: dict[str, Any]) -> tuple[list[Any], list[Any]]:
@@ -55,8 +59,20 @@ def _merge_containers(new: list[Any], old: list[Any]) -> list[Any] | None:
                 c[key] = n[key]
             else:
                 c.pop(key, None)
+        if isinstance(c.get("resources"), dict):
+            c["resources"] = _canonical(c["resources"])
         merged.append(c)
     return merged
+
+
+def _canonical(resources: dict[str, Any]) -> dict[str, Any]:
+    """Requests and limits as kube-apiserver stores quantities (``0.3`` is ``300m``)."""
+    out = dict(resources)
+    for key in ("requests", "limits"):
+        values = out.get(key)
+        if isinstance(values, dict):
+            out[key] = {name: canonical_quantity(v) for name, v in values.items()}
+    return out
 
 
 def prepare(cur: dict[str, Any], new: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
@@ -241,10 +257,10 @@ def validate(cur: dict[str, Any], obj: dict[str, Any]) -> list[Error]:
             errors.extend(_requirement_errors(c, f"spec.{section}[{i}]"))
     annotations = (cur.get("metadata") or {}).get("annotations") or {}
     if MIRROR_ANNOTATION in annotations:
-        return [("", "Forbidden", None, "static pods cannot be resized")]
+        return [(_ROOT, "Forbidden", None, "static pods cannot be resized")]
     os_name = (old_spec.get("os") or {}).get("name") if isinstance(old_spec.get("os"), dict) else None
     if os_name == "windows":
-        return [("", "Forbidden", None, "windows pods cannot be resized")]
+        return [(_ROOT, "Forbidden", None, "windows pods cannot be resized")]
     old_qos = (cur.get("status") or {}).get("qosClass") or compute_pod_qos(old_spec)
     if old_qos != compute_pod_qos(spec):
         errors.append(
@@ -339,3 +355,66 @@ def _pod_level_errors(spec: dict[str, Any], old_spec: dict[str, Any]) -> list[Er
     if _semantic({k: v for k, v in masked.items() if v}) != _semantic({k: v for k, v in old.items() if v}):
         errors.append(("spec", "Forbidden", None, "only cpu and memory resources are mutable at pod-level"))
     return errors
+
+
+# What a resize needs the node to declare (nodedeclaredfeatures, component-helpers v0.37).
+_INIT_FEATURE = "InPlacePodVerticalScalingInitContainers"
+_POD_LEVEL_FEATURE = "InPlacePodLevelResourcesVerticalScaling"
+
+
+def _required_features(cur: dict[str, Any], obj: dict[str, Any]) -> list[str]:
+    """InferForUpdate of the resize features: a non-sidecar init container's or the pod-level resources changed."""
+    old_spec, spec = cur.get("spec") or {}, obj.get("spec") or {}
+    needed = []
+    old_res, new_res = old_spec.get("resources"), spec.get("resources")
+    if (old_res is not None or new_res is not None) and _semantic(old_res) != _semantic(new_res):
+        needed.append(_POD_LEVEL_FEATURE)
+    old_init, init = _sections(old_spec)[1], _sections(spec)[1]
+    for c, new in zip(old_init, init, strict=False):
+        if not _restartable(c) and _resources(c) != _resources(new):
+            needed.append(_INIT_FEATURE)
+            break
+    return sorted(needed)
+
+
+def admission_error(
+    cur: dict[str, Any], obj: dict[str, Any], node: dict[str, Any] | None
+) -> tuple[str, str] | None:
+    """kube-apiserver's validating admission of a resize that changed the generation of a bound pod:
+    NodeDeclaredFeatureValidator, then PodResizeValidator (linux node, requests within allocatable).
+
+    ``(message, cause)`` of the 403 (``cause`` "" when the Status has none), or None.
+    """
+    spec = obj.get("spec") or {}
+    node_name = spec.get("nodeName")
+    if not node_name or (cur.get("metadata") or {}).get("generation") == (obj.get("metadata") or {}).get(
+        "generation"
+    ):
+        return None
+    if node is None:
+        return f'node "{node_name}" not found', ""
+    needed = _required_features(cur, obj)
+    declared = set((node.get("status") or {}).get("declaredFeatures") or ())
+    missing = [f for f in needed if f not in declared]
+    if missing:
+        return (
+            f'pod update requires features {", ".join(missing)} which are not available on node "{node_name}"',
+            "",
+        )
+    os_name = ((node.get("metadata") or {}).get("labels") or {}).get("kubernetes.io/os")
+    if os_name is not None and os_name != "linux":
+        return (
+            f'pod resize is only supported on linux nodes, node "{node_name}" is "{os_name}"',
+            "UnsupportedPlatform",
+        )
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    requests = pod_requests(spec)
+    short = []
+    for name in ("cpu", "memory"):
+        want = requests.get(name, Decimal(0))
+        have = node_amount(allocatable, name)
+        if want > have:
+            short.append(f"{name}, requested: {scaled(name, want)}, allocatable: {scaled(name, have)}")
+    if short:
+        return f"node didn't have enough allocatable resources: {'; '.join(short)}", "NodeCapacity"
+    return None

@@ -41,6 +41,7 @@ from ..errors import (
     ApiError,
     BadRequestError,
     ConflictError,
+    ForbiddenError,
     GoneError,
     MethodNotAllowedError,
     NotFoundError,
@@ -2060,6 +2061,8 @@ class Store:
         obj, pod = self._track(info, cur, obj, pod, tracker, requested)
         if errors:
             raise invalid(info.kind, name, errors, info.kind_group)
+        if subresource == "resize":
+            self._admit_resize(name, cur, obj)
         if (pod == current.pod) if is_pod else (obj == cur):
             return current  # nothing changed: no new resourceVersion, no event (as the real server)
         if (
@@ -2070,6 +2073,20 @@ class Store:
             # The last finalizer of an object deleted with grace 0 is gone: it goes now.
             return self._remove(info, ns, current)
         return self._commit(info, ns, current, obj, pod)
+
+    def _admit_resize(self, name: str, cur: dict[str, Any], obj: dict[str, Any]) -> None:
+        """The validating admission kube-apiserver runs on a resize (lock held): 403 as it words it."""
+        node_name = (obj.get("spec") or {}).get("nodeName")
+        node = self._bucket(self._info("nodes"), None).get(node_name) if isinstance(node_name, str) else None
+        refused = _resize.admission_error(cur, obj, node.obj if node is not None else None)
+        if refused is None:
+            return
+        why, cause = refused
+        message = f'pods "{name}" is forbidden: {why}'
+        details: dict[str, Any] = {"name": name, "kind": "pods"}
+        if cause:
+            details["causes"] = [{"reason": cause}]
+        raise ForbiddenError(message, status=status_body(403, "Forbidden", message, **details))
 
     def _update_tracker(self, field_manager: str | None, subresource: str | None) -> _apply.Tracker | None:
         if field_manager is None or not self._managed_fields:
