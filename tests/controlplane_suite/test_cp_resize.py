@@ -25,6 +25,7 @@ from cpkit import (
     condition,
     condition_status,
     kubectl,
+    kubectl_run,
     pod_manifest,
     template,
     wait_until,
@@ -197,6 +198,17 @@ def test_resize_completed_deferred_and_infeasible(cluster: Cluster, ns: str, res
     assert app["resources"] == {"requests": {"cpu": "24", "memory": "64Mi"}}
     assert condition(pod, "PodResizePending") is None
     assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "24"
+
+    # More than the whole node: kube-apiserver's PodResizeValidator refuses it; the node never sees it.
+    patch = {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "100"}}}]}}
+    refused = kubectl_run(cluster.kubeconfig, "-n", ns, "patch", "pod", "grow", "--subresource", "resize",
+                          "--patch", json.dumps(patch))  # fmt: skip
+    assert refused.returncode != 0
+    assert (
+        'pods "grow" is forbidden: node didn\'t have enough allocatable resources: cpu, requested: 100000, '
+        "allocatable: 64000"
+    ) in refused.stderr, refused.stderr
+    assert cluster.pod(ns, "grow")["metadata"]["generation"] == 2
 
     # 24 -> 30 does not fit (40 + 30 > 64): Deferred, with the kubelet's message.
     resize(cluster, ns, "grow", "30")
