@@ -748,9 +748,11 @@ class Manager:
         means healthy. Only a change of the (status, reason) pairs is a change:
         a new message alone is not written.
         """
-        checked = _check_volume_health_conditions(
-            list(conditions) if not isinstance(conditions, list | tuple) else conditions
-        )
+        # Any iterable of conditions will do, but not a string or a single object.
+        given: Any = conditions
+        if not isinstance(given, list | tuple | str | bytes | dict) and isinstance(given, Iterable):
+            given = list(given)
+        checked = _check_volume_health_conditions(given)
         notes: list[_Note] | None = [] if self._notifiers else None
         with self._lock:
             changed = self._set_pod_volume_health(pod_uid, volume_name, checked, notes)
