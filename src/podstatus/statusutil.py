@@ -862,7 +862,14 @@ def compact_status(status: PodStatus, known: PodStatus | None, pool: ValuePool) 
     ):
         # The first pod IP repeats ``podIP``: one string for both.
         changes["pod_ips"] = (pod_ips[0].replace(ip=status.pod_ip), *pod_ips[1:])
-    for attr in ("resource_claim_statuses", "extended_resource_claim_status"):
+    for attr in (
+        "resource_claim_statuses",
+        "extended_resource_claim_status",
+        "node_allocatable_resource_claim_statuses",
+        "allocated_resources",
+        "resources",
+        "volume_health",
+    ):
         value = getattr(status, attr)
         if value is not None and (known is None or value is not getattr(known, attr)):
             changes[attr] = pool.json(value)

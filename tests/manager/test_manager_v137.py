@@ -437,3 +437,19 @@ def test_resize_conditions_are_kept_through_merges(world: World, mode: str) -> N
     m.set_pod_status(pod, status)
     m.sync_batch()
     assert get_cond(world.server_status(pod), "PodResizePending") is None
+
+
+def test_volume_health_handed_out_cannot_be_changed(world: World) -> None:
+    # SPEC 2.1: what the manager built for a volume is read-only in the status it hands out.
+    pod = world.add(make_pod("v"))
+    m = world.manager()
+    m.set_pod_status(pod, running_status(pod))
+    given = [dict(DEGRADED)]
+    m.set_pod_volume_health(pod.uid, "data", given)
+    given[0]["reason"] = "Changed"  # the caller's list is not the cached one
+    health = m.get_pod_status(pod.uid).volume_health  # type: ignore[union-attr]
+    with pytest.raises(TypeError):
+        health.append({"name": "x"})
+    with pytest.raises(TypeError):
+        health[0]["healthConditions"][0]["reason"] = "Changed"
+    assert health[0]["healthConditions"][0]["reason"] == "SlowIO"
