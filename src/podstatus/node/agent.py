@@ -45,6 +45,7 @@ import msgspec
 from ..conditions import (
     POD_READY_TO_START_CONTAINERS,
     POD_SCHEDULED,
+    calculate_pod_condition_observed_generation,
     generate_containers_ready_condition,
     generate_pod_initialized_condition,
     generate_pod_ready_condition,
@@ -816,8 +817,12 @@ class NodeAgent:
             return
         if state.deleting or state.rejected:
             return
-        if _non_kubelet_conditions(old) != _non_kubelet_conditions(pod) and state.last_report is not None:
-            # A readiness gate moved: Ready must follow.
+        if state.last_report is not None and (
+            _non_kubelet_conditions(old) != _non_kubelet_conditions(pod)
+            or old.metadata.generation != pod.metadata.generation
+        ):
+            # A readiness gate moved: Ready must follow. A new generation of the pod: the
+            # status says it has been seen (observedGeneration), as the kubelet's next sync does.
             self._tasks.submit(pod.uid, self._republish, pod.uid)
         if state.created and (
             old.spec != pod.spec
@@ -860,6 +865,9 @@ class NodeAgent:
         self._tasks.submit(uid, self._create_pod, uid)
 
     def _seed(self, state: _PodState) -> None:
+        # A resize pending or in progress when the agent stopped is still so (the kubelet
+        # backfills them at start): without this the next status would drop the conditions.
+        self.manager.backfill_pod_resize_conditions([state.pod])
         try:
             self.manager.set_pod_status(state.pod, state.pod.status)
         except InvalidObjectError as err:
@@ -1095,17 +1103,28 @@ class NodeAgent:
             for c in status.conditions or ()
             if isinstance(c, PodCondition) and not is_kubelet_owned(c.type) and c.type not in known
         ]
+        # The kubelet's conditions carry the pod generation they were made for (KEP-5067).
+        generation = calculate_pod_condition_observed_generation(base, pod.metadata.generation, POD_SCHEDULED)
+        # The manager's resize conditions go out with every status, as the kubelet adds them.
+        conditions += self.manager.get_pod_resize_conditions(pod.uid)
         started = bool(status.pod_ip) or any(cs.state.waiting is None for cs in every)
-        conditions.append(PodCondition(type=POD_SCHEDULED, status="True"))
+        conditions.append(PodCondition(type=POD_SCHEDULED, status="True", observed_generation=generation))
         conditions.append(
             PodCondition(
                 type=POD_READY_TO_START_CONTAINERS,
                 status="True" if started and not is_terminal_phase(phase) else "False",
+                observed_generation=generation,
             )
         )
-        conditions.append(generate_pod_initialized_condition(pod.spec, every, phase))
-        conditions.append(generate_containers_ready_condition(pod.spec, every, phase))
-        conditions.append(generate_pod_ready_condition(pod.spec, conditions, every, phase))
+        conditions.append(
+            generate_pod_initialized_condition(pod.spec, every, phase, pod=pod, old_status=base)
+        )
+        conditions.append(
+            generate_containers_ready_condition(pod.spec, every, phase, pod=pod, old_status=base)
+        )
+        conditions.append(
+            generate_pod_ready_condition(pod.spec, conditions, every, phase, pod=pod, old_status=base)
+        )
         host_ip = next(
             (a.get("address") for a in self._description.addresses if a.get("type") == "InternalIP"), None
         )
