@@ -31,6 +31,7 @@ from typing import Any, NamedTuple, Protocol
 from . import patch as patchlib
 from .conditions import (
     CONTAINERS_READY,
+    DISRUPTION_TARGET,
     POD_READY,
     POD_REASON_DEFERRED,
     POD_REASON_INFEASIBLE,
@@ -1393,13 +1394,21 @@ class Manager:
                 self._delete_status(uid)
                 return True
 
+            could_run = bool(self._safety.pod_could_have_running_containers(pod))
             merged = merge_pod_status(
                 pod.status,
                 entry.status,
-                bool(self._safety.pod_could_have_running_containers(pod)),
+                could_run,
                 self._now(),
                 generation=pod.metadata.generation or None,
             )
+            if (
+                not could_run
+                and is_terminal_phase(entry.status.phase)
+                and not is_terminal_phase(pod.status.phase)
+            ):
+                # The merge took the cached DisruptionTarget (SPEC 4.7).
+                self._keep_merged_disruption_time(uid, entry, merged)
             patch = patchlib.diff_pod_status(pod.status.to_dict(), merged.to_dict(), pod.uid)
             patched = False
             if patchlib.has_changes(patch):
@@ -1513,6 +1522,34 @@ class Manager:
             except Exception:
                 log.exception("on_sync observer failed")
         return True
+
+    def _keep_merged_disruption_time(self, uid: str, entry: _Entry, merged: PodStatus) -> None:
+        """The cached DisruptionTarget takes the transition time the merge gave it.
+
+        Upstream's mergePodStatus sets that time on the condition the cache itself
+        holds (the status it syncs shares the cache's condition list), so the cached
+        status, and every later status built from it, carries the time the server
+        got. Only the version that was synced: a newer one is a copy upstream too.
+        """
+        cached = get_condition(entry.status.conditions, DISRUPTION_TARGET)
+        if cached is None:
+            return
+        sent = get_condition(merged.conditions, DISRUPTION_TARGET)
+        if (
+            sent is None
+            or sent.last_transition_time == cached.last_transition_time
+            or sent.status != cached.status
+        ):
+            return
+        with self._lock:
+            current = self._statuses.get(uid)
+            if current is None or current.version != entry.version:
+                return
+            conditions = tuple(
+                c.replace(last_transition_time=sent.last_transition_time) if c is cached else c
+                for c in current.status.conditions or ()
+            )
+            current.status = current.status.replace(conditions=conditions)
 
     def _newest_known_pod(self, uid: str, cached_pod: Pod) -> Pod | None:
         """The newest copy of the pod we know of, to write from; None when a GET must tell.

@@ -453,3 +453,44 @@ def test_volume_health_handed_out_cannot_be_changed(world: World) -> None:
     with pytest.raises(TypeError):
         health[0]["healthConditions"][0]["reason"] = "Changed"
     assert health[0]["healthConditions"][0]["reason"] == "SlowIO"
+
+
+@pytest.mark.parametrize(
+    ("on_server", "want"),
+    [
+        (None, "sync"),  # new on the server: the time of the sync
+        ("True", "server"),  # the eviction API set it already: its time stays
+        ("False", "sync"),  # it changed: the time of the sync
+    ],
+)
+def test_disruption_target_time_after_the_delayed_terminal_sync(
+    world: World, clock: Clock, mode: str, on_server: str | None, want: str
+) -> None:
+    server_time = NOW - timedelta(hours=1)
+    extra = (
+        (
+            condition("DisruptionTarget", on_server, "EvictionByEvictionAPI").replace(
+                last_transition_time=server_time
+            ),
+        )
+        if on_server
+        else ()
+    )
+    pod = world.add(make_pod("d", status=PodStatus(phase="Running", conditions=extra or None)))
+    m = world.manager(mode)
+    world.safety.could_have_running_containers = True
+    failed = running_status(
+        pod, phase="Failed", extra_conditions=(condition("DisruptionTarget", "True", "TerminationByKubelet"),)
+    )
+    m.set_pod_status(pod, failed)
+    m.sync_batch()  # containers may still run: the terminal phase and the condition wait
+    clock.advance(30)
+    world.safety.could_have_running_containers = False
+    m.sync_batch(all=True)
+    sent = get_cond(world.server_status(pod), "DisruptionTarget")
+    assert sent is not None and sent.reason == "TerminationByKubelet"
+    expected = server_time if want == "server" else clock.now
+    assert sent.last_transition_time == expected
+    # The cache holds the time the server got, as upstream's shared condition list does.
+    assert get_cond(m.get_pod_status(pod.uid), "DisruptionTarget").last_transition_time == expected  # type: ignore[union-attr]
+    assert world.server_status(pod).phase == "Failed"
