@@ -26,6 +26,8 @@ from .conditions import (
     POD_READY,
     POD_READY_TO_START_CONTAINERS,
     POD_SCHEDULED,
+    all_containers_could_restart,
+    container_should_restart,
     get_condition,
     is_kubelet_owned,
     is_kubelet_shared,
@@ -937,11 +939,19 @@ def check_container_state_transition(old: PodStatus, new: PodStatus, spec: PodSp
     policy = effective_restart_policy(spec)
     if policy == "Always":
         return None
+    # v1.37 (RestartAllContainersOnContainerExits): a pod that can restart in place may restart all.
+    if all_containers_could_restart(spec):
+        return None
+    regular = {c.name: c for c in spec.containers or ()}
     for old_cs in old.container_statuses or ():
         term = old_cs.state.terminated if old_cs.state is not None else None
         if term is None:
             continue
         if term.exit_code != 0 and policy == "OnFailure":
+            continue
+        # v1.37 (ContainerRestartRules): the container's own policy or rules may restart it.
+        container = regular.get(old_cs.name)
+        if container is not None and container_should_restart(container, spec, term.exit_code):
             continue
         for new_cs in new.container_statuses or ():
             if new_cs.name == old_cs.name and (new_cs.state is None or new_cs.state.terminated is None):
@@ -957,6 +967,8 @@ def check_container_state_transition(old: PodStatus, new: PodStatus, spec: PodSp
         if term is None:
             continue
         if term.exit_code != 0 and policy == "OnFailure":
+            continue
+        if container is not None and container_should_restart(container, spec, term.exit_code):
             continue
         for new_cs in new.init_container_statuses or ():
             if new_cs.name == old_cs.name and (new_cs.state is None or new_cs.state.terminated is None):
