@@ -247,8 +247,10 @@ def _looks_valid(status: Any, known: PodStatus | None) -> bool:
     if status is known:
         return True
     start = status.start_time
+    generation = status.observed_generation
     if not (
-        _is_opt_str(status.phase)
+        (generation is None or type(generation) is int)
+        and _is_opt_str(status.phase)
         and _is_opt_str(status.message)
         and _is_opt_str(status.reason)
         and _is_opt_str(status.pod_ip)
@@ -268,8 +270,10 @@ def _looks_valid(status: Any, known: PodStatus | None) -> bool:
             if type(c) is not PodCondition:
                 return False
             ctype, cstatus, t1, t2 = c.type, c.status, c.last_transition_time, c.last_probe_time
+            cgen = c.observed_generation
             if (
-                type(ctype) is not str
+                (cgen is not None and type(cgen) is not int)
+                or type(ctype) is not str
                 or not ctype
                 or type(cstatus) is not str
                 or cstatus not in VALID_CONDITION_STATUSES
@@ -304,6 +308,12 @@ def _validate_status(status: Any, known: PodStatus | None) -> None:
         raise InvalidObjectError(f"expected a PodStatus, got {type(status).__name__}", path="status")
     if status is known:
         return
+    if status.observed_generation is not None and (
+        not isinstance(status.observed_generation, int) or isinstance(status.observed_generation, bool)
+    ):
+        raise _bad(
+            "status.observedGeneration", f"expected an int, got {type(status.observed_generation).__name__}"
+        )
     _check_opt(status.phase, str, "status.phase")
     _check_opt(status.message, str, "status.message")
     _check_opt(status.reason, str, "status.reason")
@@ -330,6 +340,10 @@ def _validate_status(status: Any, known: PodStatus | None) -> None:
                 )
             _check_opt(c.reason, str, f"{path}.reason")
             _check_opt(c.message, str, f"{path}.message")
+            if c.observed_generation is not None and (
+                not isinstance(c.observed_generation, int) or isinstance(c.observed_generation, bool)
+            ):
+                raise _bad(f"{path}.observedGeneration", "expected an int")
             _check_time(c.last_transition_time, f"{path}.lastTransitionTime")
             _check_time(c.last_probe_time, f"{path}.lastProbeTime")
     for attr, cls in (("pod_ips", PodIP), ("host_ips", HostIP)):

@@ -494,3 +494,25 @@ def test_disruption_target_time_after_the_delayed_terminal_sync(
     # The cache holds the time the server got, as upstream's shared condition list does.
     assert get_cond(m.get_pod_status(pod.uid), "DisruptionTarget").last_transition_time == expected  # type: ignore[union-attr]
     assert world.server_status(pod).phase == "Failed"
+
+
+@pytest.mark.parametrize(
+    ("bad", "path"),
+    [
+        (lambda p, s: (with_generation(p, "3"), s), "status.observedGeneration"),  # type: ignore[arg-type]
+        (
+            lambda p, s: (p, s.replace(conditions=(condition("Ready").replace(observed_generation="2"),))),
+            "status.conditions[0].observedGeneration",
+        ),
+    ],
+)
+def test_a_generation_that_is_not_a_number_is_refused(world: World, bad: Any, path: str) -> None:
+    pod = world.add(make_pod("g"))
+    m = world.manager()
+    m.set_pod_status(pod, running_status(pod))
+    before = m.get_pod_status(pod.uid)
+    bad_pod, bad_status = bad(pod, running_status(pod, ready=False))
+    with pytest.raises(InvalidObjectError) as err:
+        m.set_pod_status(bad_pod, bad_status)
+    assert err.value.path == path
+    assert m.get_pod_status(pod.uid) is before
