@@ -140,7 +140,7 @@ def test_generators_take_pod_and_old_status(
 def test_generators_take_pod_and_old_status_by_keyword_only() -> None:
     p = pod()
     with pytest.raises(TypeError):
-        generate_containers_ready_condition(p.spec, [], "Running", p, OLD)  # type: ignore[misc]
+        generate_containers_ready_condition(p.spec, [], "Running", p, OLD)  # type: ignore[call-arg]
 
 
 # --- Initialized of a pod restarted in place ------------------------------------------------
