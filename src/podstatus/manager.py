@@ -478,7 +478,7 @@ class Manager:
     # -- setters -----------------------------------------------------------------------
 
     def set_pod_status(self, pod: Pod, status: PodStatus) -> None:
-        self.set_pod_status_result(pod, status)
+        self._set_pod_status(pod, status, None)
 
     def set_pod_status_result(self, pod: Pod, status: PodStatus) -> SetPodStatusResult:
         """:meth:`set_pod_status`, answering what upstream's SetPodStatus returns.
@@ -487,6 +487,11 @@ class Manager:
         was refused and nothing was cached before) and whether this call
         changed it.
         """
+        cached: list[PodStatus | None] = []
+        changed = self._set_pod_status(pod, status, cached)
+        return SetPodStatusResult(cached[0], changed)
+
+    def _set_pod_status(self, pod: Pod, status: PodStatus, cached: list[PodStatus | None] | None) -> bool:
         # A pod being deleted must get its final status out, even if it looks unchanged.
         force = pod.metadata.deletion_timestamp is not None
         # The kubelet reports which generation of the pod it has seen (KEP-5067).
@@ -496,10 +501,12 @@ class Manager:
         notes: list[_Note] | None = [] if self._notifiers else None
         with self._lock:
             changed = self._update_status(pod, status, force, pod_is_finished=False, notes=notes)
-            entry = self._statuses.get(pod.uid)
-            result = SetPodStatusResult(entry.status if entry is not None else None, changed)
-        self._send_notes(notes)
-        return result
+            if cached is not None:
+                entry = self._statuses.get(pod.uid)
+                cached.append(entry.status if entry is not None else None)
+        if notes:
+            self._send_notes(notes)
+        return changed
 
     def set_container_readiness(self, pod_uid: str, container_id: str | ContainerID, ready: bool) -> None:
         notes: list[_Note] | None = [] if self._notifiers else None
