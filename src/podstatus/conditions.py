@@ -49,6 +49,7 @@ __all__ = [
     "all_containers_could_restart",
     "calculate_pod_condition_observed_generation",
     "calculate_pod_status_observed_generation",
+    "container_should_restart",
     "find_matching_container_restart_rule",
     "generate_all_containers_restarting_condition",
     "generate_containers_ready_condition",
@@ -481,6 +482,26 @@ def all_containers_could_restart(spec: PodSpec) -> bool:
             if _get(rule, "action") == _RESTART_ALL_CONTAINERS:
                 return True
     return False
+
+
+def container_should_restart(container: Container, spec: PodSpec, exit_code: int) -> bool:
+    """Whether a container that exited with ``exit_code`` is restarted (podutil.ContainerShouldRestart).
+
+    Its restart rules first, then its own restart policy, then the pod's (unset: Always).
+    """
+    if container.restart_policy is not None:
+        rule = find_matching_container_restart_rule(container, exit_code)
+        if rule is not None and _get(rule, "action") in ("Restart", _RESTART_ALL_CONTAINERS):
+            return True
+        if container.restart_policy == _RESTART_ALWAYS:
+            return True
+        if container.restart_policy == "OnFailure":
+            return exit_code != 0
+        if container.restart_policy == "Never":
+            return False
+    if spec.restart_policy == "OnFailure":
+        return exit_code != 0
+    return spec.restart_policy != "Never"
 
 
 def _restarts_all(container: Container, exit_code: int) -> bool:

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple, Protocol
 from . import patch as patchlib
 from .conditions import (
     CONTAINERS_READY,
+    DISRUPTION_TARGET,
     POD_READY,
     POD_REASON_DEFERRED,
     POD_REASON_INFEASIBLE,
@@ -477,7 +478,7 @@ class Manager:
     # -- setters -----------------------------------------------------------------------
 
     def set_pod_status(self, pod: Pod, status: PodStatus) -> None:
-        self.set_pod_status_result(pod, status)
+        self._set_pod_status(pod, status, None)
 
     def set_pod_status_result(self, pod: Pod, status: PodStatus) -> SetPodStatusResult:
         """:meth:`set_pod_status`, answering what upstream's SetPodStatus returns.
@@ -486,6 +487,11 @@ class Manager:
         was refused and nothing was cached before) and whether this call
         changed it.
         """
+        cached: list[PodStatus | None] = []
+        changed = self._set_pod_status(pod, status, cached)
+        return SetPodStatusResult(cached[0], changed)
+
+    def _set_pod_status(self, pod: Pod, status: PodStatus, cached: list[PodStatus | None] | None) -> bool:
         # A pod being deleted must get its final status out, even if it looks unchanged.
         force = pod.metadata.deletion_timestamp is not None
         # The kubelet reports which generation of the pod it has seen (KEP-5067).
@@ -495,10 +501,12 @@ class Manager:
         notes: list[_Note] | None = [] if self._notifiers else None
         with self._lock:
             changed = self._update_status(pod, status, force, pod_is_finished=False, notes=notes)
-            entry = self._statuses.get(pod.uid)
-            result = SetPodStatusResult(entry.status if entry is not None else None, changed)
-        self._send_notes(notes)
-        return result
+            if cached is not None:
+                entry = self._statuses.get(pod.uid)
+                cached.append(entry.status if entry is not None else None)
+        if notes:
+            self._send_notes(notes)
+        return changed
 
     def set_container_readiness(self, pod_uid: str, container_id: str | ContainerID, ready: bool) -> None:
         notes: list[_Note] | None = [] if self._notifiers else None
@@ -748,9 +756,11 @@ class Manager:
         means healthy. Only a change of the (status, reason) pairs is a change:
         a new message alone is not written.
         """
-        checked = _check_volume_health_conditions(
-            list(conditions) if not isinstance(conditions, list | tuple) else conditions
-        )
+        # Any iterable of conditions will do, but not a string or a single object.
+        given: Any = conditions
+        if not isinstance(given, list | tuple | str | bytes | dict) and isinstance(given, Iterable):
+            given = list(given)
+        checked = _check_volume_health_conditions(given)
         notes: list[_Note] | None = [] if self._notifiers else None
         with self._lock:
             changed = self._set_pod_volume_health(pod_uid, volume_name, checked, notes)
@@ -1391,13 +1401,21 @@ class Manager:
                 self._delete_status(uid)
                 return True
 
+            could_run = bool(self._safety.pod_could_have_running_containers(pod))
             merged = merge_pod_status(
                 pod.status,
                 entry.status,
-                bool(self._safety.pod_could_have_running_containers(pod)),
+                could_run,
                 self._now(),
                 generation=pod.metadata.generation or None,
             )
+            if (
+                not could_run
+                and is_terminal_phase(entry.status.phase)
+                and not is_terminal_phase(pod.status.phase)
+            ):
+                # The merge took the cached DisruptionTarget (SPEC 4.7).
+                self._keep_merged_disruption_time(uid, entry, merged)
             patch = patchlib.diff_pod_status(pod.status.to_dict(), merged.to_dict(), pod.uid)
             patched = False
             if patchlib.has_changes(patch):
@@ -1511,6 +1529,34 @@ class Manager:
             except Exception:
                 log.exception("on_sync observer failed")
         return True
+
+    def _keep_merged_disruption_time(self, uid: str, entry: _Entry, merged: PodStatus) -> None:
+        """The cached DisruptionTarget takes the transition time the merge gave it.
+
+        Upstream's mergePodStatus sets that time on the condition the cache itself
+        holds (the status it syncs shares the cache's condition list), so the cached
+        status, and every later status built from it, carries the time the server
+        got. Only the version that was synced: a newer one is a copy upstream too.
+        """
+        cached = get_condition(entry.status.conditions, DISRUPTION_TARGET)
+        if cached is None:
+            return
+        sent = get_condition(merged.conditions, DISRUPTION_TARGET)
+        if (
+            sent is None
+            or sent.last_transition_time == cached.last_transition_time
+            or sent.status != cached.status
+        ):
+            return
+        with self._lock:
+            current = self._statuses.get(uid)
+            if current is None or current.version != entry.version:
+                return
+            conditions = tuple(
+                c.replace(last_transition_time=sent.last_transition_time) if c is cached else c
+                for c in current.status.conditions or ()
+            )
+            current.status = current.status.replace(conditions=conditions)
 
     def _newest_known_pod(self, uid: str, cached_pod: Pod) -> Pod | None:
         """The newest copy of the pod we know of, to write from; None when a GET must tell.

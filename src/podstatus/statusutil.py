@@ -26,6 +26,8 @@ from .conditions import (
     POD_READY,
     POD_READY_TO_START_CONTAINERS,
     POD_SCHEDULED,
+    all_containers_could_restart,
+    container_should_restart,
     get_condition,
     is_kubelet_owned,
     is_kubelet_shared,
@@ -245,8 +247,10 @@ def _looks_valid(status: Any, known: PodStatus | None) -> bool:
     if status is known:
         return True
     start = status.start_time
+    generation = status.observed_generation
     if not (
-        _is_opt_str(status.phase)
+        (generation is None or type(generation) is int)
+        and _is_opt_str(status.phase)
         and _is_opt_str(status.message)
         and _is_opt_str(status.reason)
         and _is_opt_str(status.pod_ip)
@@ -266,8 +270,10 @@ def _looks_valid(status: Any, known: PodStatus | None) -> bool:
             if type(c) is not PodCondition:
                 return False
             ctype, cstatus, t1, t2 = c.type, c.status, c.last_transition_time, c.last_probe_time
+            cgen = c.observed_generation
             if (
-                type(ctype) is not str
+                (cgen is not None and type(cgen) is not int)
+                or type(ctype) is not str
                 or not ctype
                 or type(cstatus) is not str
                 or cstatus not in VALID_CONDITION_STATUSES
@@ -302,6 +308,12 @@ def _validate_status(status: Any, known: PodStatus | None) -> None:
         raise InvalidObjectError(f"expected a PodStatus, got {type(status).__name__}", path="status")
     if status is known:
         return
+    if status.observed_generation is not None and (
+        not isinstance(status.observed_generation, int) or isinstance(status.observed_generation, bool)
+    ):
+        raise _bad(
+            "status.observedGeneration", f"expected an int, got {type(status.observed_generation).__name__}"
+        )
     _check_opt(status.phase, str, "status.phase")
     _check_opt(status.message, str, "status.message")
     _check_opt(status.reason, str, "status.reason")
@@ -328,6 +340,10 @@ def _validate_status(status: Any, known: PodStatus | None) -> None:
                 )
             _check_opt(c.reason, str, f"{path}.reason")
             _check_opt(c.message, str, f"{path}.message")
+            if c.observed_generation is not None and (
+                not isinstance(c.observed_generation, int) or isinstance(c.observed_generation, bool)
+            ):
+                raise _bad(f"{path}.observedGeneration", "expected an int")
             _check_time(c.last_transition_time, f"{path}.lastTransitionTime")
             _check_time(c.last_probe_time, f"{path}.lastProbeTime")
     for attr, cls in (("pod_ips", PodIP), ("host_ips", HostIP)):
@@ -862,7 +878,14 @@ def compact_status(status: PodStatus, known: PodStatus | None, pool: ValuePool) 
     ):
         # The first pod IP repeats ``podIP``: one string for both.
         changes["pod_ips"] = (pod_ips[0].replace(ip=status.pod_ip), *pod_ips[1:])
-    for attr in ("resource_claim_statuses", "extended_resource_claim_status"):
+    for attr in (
+        "resource_claim_statuses",
+        "extended_resource_claim_status",
+        "node_allocatable_resource_claim_statuses",
+        "allocated_resources",
+        "resources",
+        "volume_health",
+    ):
         value = getattr(status, attr)
         if value is not None and (known is None or value is not getattr(known, attr)):
             changes[attr] = pool.json(value)
@@ -930,11 +953,19 @@ def check_container_state_transition(old: PodStatus, new: PodStatus, spec: PodSp
     policy = effective_restart_policy(spec)
     if policy == "Always":
         return None
+    # v1.37 (RestartAllContainersOnContainerExits): a pod that can restart in place may restart all.
+    if all_containers_could_restart(spec):
+        return None
+    regular = {c.name: c for c in spec.containers or ()}
     for old_cs in old.container_statuses or ():
         term = old_cs.state.terminated if old_cs.state is not None else None
         if term is None:
             continue
         if term.exit_code != 0 and policy == "OnFailure":
+            continue
+        # v1.37 (ContainerRestartRules): the container's own policy or rules may restart it.
+        container = regular.get(old_cs.name)
+        if container is not None and container_should_restart(container, spec, term.exit_code):
             continue
         for new_cs in new.container_statuses or ():
             if new_cs.name == old_cs.name and (new_cs.state is None or new_cs.state.terminated is None):
@@ -950,6 +981,8 @@ def check_container_state_transition(old: PodStatus, new: PodStatus, spec: PodSp
         if term is None:
             continue
         if term.exit_code != 0 and policy == "OnFailure":
+            continue
+        if container is not None and container_should_restart(container, spec, term.exit_code):
             continue
         for new_cs in new.init_container_statuses or ():
             if new_cs.name == old_cs.name and (new_cs.state is None or new_cs.state.terminated is None):

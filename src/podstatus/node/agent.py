@@ -877,8 +877,12 @@ class NodeAgent:
             return
         if state.deleting or state.rejected:
             return
-        if _non_kubelet_conditions(old) != _non_kubelet_conditions(pod) and state.last_report is not None:
-            # A readiness gate moved: Ready must follow.
+        if state.last_report is not None and (
+            _non_kubelet_conditions(old) != _non_kubelet_conditions(pod)
+            or old.metadata.generation != pod.metadata.generation
+        ):
+            # A readiness gate moved: Ready must follow. A new generation of the pod: the
+            # status says it has been seen (observedGeneration), as the kubelet's next sync does.
             self._tasks.submit(pod.uid, self._republish, pod.uid)
         if old.spec != pod.spec and state.allocated is not None:
             # Resources may have changed (pods/resize): decide before the provider hears of it.
@@ -925,7 +929,8 @@ class NodeAgent:
         self._tasks.submit(uid, self._create_pod, uid)
 
     def _seed(self, state: _PodState) -> None:
-        # A restart of the agent: the resize conditions the server shows are where it left off.
+        # A resize pending or in progress when the agent stopped is still so (the kubelet
+        # backfills them at start): without this the next status would drop the conditions.
         self.manager.backfill_pod_resize_conditions([state.pod])
         try:
             self.manager.set_pod_status(state.pod, state.pod.status)
@@ -1291,27 +1296,17 @@ class NodeAgent:
             for c in status.conditions or ()
             if isinstance(c, PodCondition) and not is_kubelet_owned(c.type) and c.type not in known
         ]
+        # The kubelet's conditions carry the pod generation they were made for (KEP-5067).
+        generation = calculate_pod_condition_observed_generation(base, pod.metadata.generation, POD_SCHEDULED)
+        # The manager's resize conditions go out with every status, as the kubelet adds them.
+        conditions += self.manager.get_pod_resize_conditions(pod.uid)
         started = bool(status.pod_ip) or any(cs.state.waiting is None for cs in every)
-        # The resize conditions the manager holds (kubelet-owned: the agent states them or they go).
-        conditions.extend(self.manager.get_pod_resize_conditions(pod.uid))
-        # observedGeneration (KEP-5067): each condition says which generation of the pod it saw.
-        generation = pod.metadata.generation
-        conditions.append(
-            PodCondition(
-                type=POD_SCHEDULED,
-                status="True",
-                observed_generation=calculate_pod_condition_observed_generation(
-                    base, generation, POD_SCHEDULED
-                ),
-            )
-        )
+        conditions.append(PodCondition(type=POD_SCHEDULED, status="True", observed_generation=generation))
         conditions.append(
             PodCondition(
                 type=POD_READY_TO_START_CONTAINERS,
                 status="True" if started and not is_terminal_phase(phase) else "False",
-                observed_generation=calculate_pod_condition_observed_generation(
-                    base, generation, POD_READY_TO_START_CONTAINERS
-                ),
+                observed_generation=generation,
             )
         )
         conditions.append(
