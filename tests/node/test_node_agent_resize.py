@@ -227,3 +227,33 @@ def test_a_guaranteed_cpu_resize_under_the_static_cpu_manager_is_infeasible(
     assert [e["reason"] for e in events_for(client, "pinned") if "Resize" in e["reason"]] == [
         "ResizeInfeasible"
     ]
+
+
+def test_a_resize_made_while_the_agent_was_down_is_acted_on_when_it_starts(
+    client: EmbeddedClient, agents: list[NodeAgent]
+) -> None:
+    """The allocation survives in the status (container resources), as the kubelet's checkpoint does."""
+    description = NodeDescription(capacity={"cpu": "4", "memory": "4Gi", "pods": "110"})
+    provider = SimulatedProvider(timings=QUICK, description=description)
+    first = make_agent(client, provider)
+    first.start()
+    client.create_pod(pod_with("later", "100m"))
+    wait_for(lambda: running(client, "later"), what="running")
+    first.stop(timeout=2)
+    resize(client, "later", "300m")  # nobody is watching
+    assert raw(client, "later")["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] == "100m"
+    second = make_agent(client, provider)
+    second.start()
+    agents.append(second)
+
+    def applied() -> bool:
+        pod = raw(client, "later")
+        cs = pod["status"]["containerStatuses"][0]
+        return (
+            cond(pod, "PodResizeInProgress") is None
+            and cs["allocatedResources"]["cpu"] == "300m"
+            and cs["resources"]["requests"]["cpu"] == "300m"
+            and pod["status"].get("observedGeneration") == 2
+        )
+
+    wait_for(applied, what="the resize applied after the restart")

@@ -77,6 +77,7 @@ from .logs import log_fields
 from .provider import NodeDescription, pending_status
 from .resize import (
     ACCEPTED,
+    DEFERRED,
     INFEASIBLE,
     Allocation,
     allocation_of,
@@ -208,7 +209,9 @@ def _with_resources(
                     actuated.get(cs.name) if actuated is not None and cs.state.running is not None else None
                 )
                 resources = applied if applied is not None else alloc
-            cs = cs.replace(allocated_resources=alloc.get("requests"), resources=resources)
+            requests = alloc.get("requests")
+            if cs.allocated_resources is not requests or cs.resources is not resources:
+                cs = cs.replace(allocated_resources=requests, resources=resources)
         out.append(cs)
     return tuple(out)
 
@@ -360,6 +363,8 @@ class NodeAgent:
         self.manager: Manager = new_manager(client, self.pods, _Safety(self), **options)
 
         self._states: dict[str, _PodState] = {}
+        # Pods whose resize is deferred: tried again when room may have been freed.
+        self._deferred: set[str] = set()
         self._lock = threading.RLock()
         self._provider_uids: set[str] = set()
         self._provider_pods: dict[str, Pod] = {}
@@ -927,11 +932,16 @@ class NodeAgent:
             return
         state.admitted = True
         self._tasks.submit(uid, self._create_pod, uid)
+        if adopted and not same_allocation(allocation_of_pod(pod), state.allocated):
+            # A resize the agent had not finished (or not seen) before it restarted.
+            self._tasks.submit(uid, self._resize, uid, True)
 
     def _seed(self, state: _PodState) -> None:
         # A resize pending or in progress when the agent stopped is still so (the kubelet
         # backfills them at start): without this the next status would drop the conditions.
         self.manager.backfill_pod_resize_conditions([state.pod])
+        if self.manager.is_pod_resize_deferred(state.pod.uid):
+            self._deferred.add(state.pod.uid)
         try:
             self.manager.set_pod_status(state.pod, state.pod.status)
         except InvalidObjectError as err:
@@ -981,8 +991,9 @@ class NodeAgent:
             self.deleted_uids.add(pod.uid)
             self.pods.remove_pod(pod)
             keep = set(self._states)
+            self._deferred.discard(pod.uid)
         self.manager.remove_orphaned_statuses(keep)
-        if state is not None and state.allocated is not None:
+        if state is not None and state.allocated is not None and self._deferred:
             self._retry_deferred_resizes()  # what it held is free
         if state is not None and not state.stopped and (state.created or pod.uid in self._provider_uids):
             # Deleted at once (grace 0, or a force delete): the provider must still stop it.
@@ -999,7 +1010,9 @@ class NodeAgent:
             state.created = True  # it survived our restart: nothing to create
         else:
             try:
+                allocated = state.allocated
                 self.calls.call("create_pod", self.provider.create_pod, self._allocated_pod(state))
+                state.actuated = allocated  # it runs as allocated now
             except ProviderError as err:
                 state.create_failures += 1
                 delay = min(self.create_retry_max, 2.0 ** (state.create_failures - 1))
@@ -1091,6 +1104,8 @@ class NodeAgent:
         generation = pod.metadata.generation or 0
         if same_allocation(desired, state.allocated):
             # Nothing to do, or a resize asked back: no longer pending.
+            with self._lock:
+                self._deferred.discard(uid)
             if any(c.type == POD_RESIZE_PENDING for c in self.manager.get_pod_resize_conditions(uid)):
                 self.manager.clear_pod_resize_pending_condition(uid)
                 self._republish(uid)
@@ -1113,6 +1128,11 @@ class NodeAgent:
             cpu_manager_policy=self.cpu_manager_policy,
         )
         ref = ObjectRef.for_pod(pod)
+        with self._lock:
+            if decision.outcome == DEFERRED:
+                self._deferred.add(uid)
+            else:
+                self._deferred.discard(uid)
         if decision.outcome != ACCEPTED:
             if self.manager.set_pod_resize_pending_condition(
                 uid, decision.reason, decision.message, generation
@@ -1136,7 +1156,8 @@ class NodeAgent:
         self._republish(uid)
         if actuate and state.created:
             self._update_pod(uid)
-        self._retry_deferred_resizes()  # a smaller allocation may let a deferred one in
+        if self._deferred:
+            self._retry_deferred_resizes()  # a smaller allocation may let a deferred one in
 
     def _resize_error(self, state: _PodState, message: str) -> None:
         generation = state.pod.metadata.generation or 0
@@ -1149,9 +1170,10 @@ class NodeAgent:
         self._republish(state.pod.uid)
 
     def _retry_deferred_resizes(self) -> None:
-        for uid in list(self.pod_states()):
-            if self.manager.is_pod_resize_deferred(uid):
-                self._tasks.submit(uid, self._resize, uid, True)
+        with self._lock:
+            waiting = list(self._deferred)
+        for uid in waiting:
+            self._tasks.submit(uid, self._resize, uid, True)
 
     def _check_resize_done(self, state: _PodState, statuses: Iterable[ContainerStatus]) -> None:
         """IsPodResizeInProgress: running containers as allocated end the in-progress condition."""
