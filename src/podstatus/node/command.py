@@ -109,6 +109,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="which Events to write: all (the kubelet's, Normal and Warning), warning, or none; "
         "simulators of many nodes that do not need the kubelet's Normal events write only warnings",
     )
+    p.add_argument(
+        "--cpu-manager-policy",
+        choices=("none", "static"),
+        default="none",
+        help="the kubelet's CPU manager policy the node acts by: with static, an in-place resize of a "
+        "Guaranteed pod's cpu is Infeasible (default none)",
+    )
     p.add_argument("--log-format", choices=("text", "json"), default="text", help="log line format")
     return p
 
@@ -336,6 +343,7 @@ def run(args: argparse.Namespace) -> int:
             watch=False,
             runtime=runtime,
             heartbeat_client=heartbeat_client,
+            cpu_manager_policy=args.cpu_manager_policy,
         )
         for i, name in enumerate(names)
     ]

@@ -82,6 +82,8 @@ _STRIPPED_META = frozenset((
 _RESET: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
     ("Pod", ""): (("status",),),
     ("Pod", "status"): (("spec",), ("metadata", "deletionTimestamp"), ("metadata", "ownerReferences")),
+    # podResizeStrategy keeps only containers' resources and resizePolicy: the rest is the stored pod.
+    ("Pod", "resize"): (("status",),),
     ("Node", ""): (("status",),),
     ("Node", "status"): (("spec",),),
     ("Namespace", ""): (("status",),),

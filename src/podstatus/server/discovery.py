@@ -114,6 +114,7 @@ def api_resource_list() -> dict[str, Any]:
             sub("pods/binding", "Binding", True, ["create"]),
             # kubectl drain evicts only when this names its group and version (policy/v1).
             {**sub("pods/eviction", "Eviction", True, ["create"]), "group": "policy", "version": "v1"},
+            sub("pods/resize", "Pod", True, ["get", "patch", "update"]),
             sub("pods/status", "Pod", True, ["get", "patch", "update"]),
             {
                 "name": "events",

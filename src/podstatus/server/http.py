@@ -300,7 +300,7 @@ class ApiHandler:
                 return self._bind(req, namespace or "", name)
             if sub == "eviction" and resource == "pods" and method == "POST":
                 return self._evict(req, namespace or "", name)
-            if sub != "status" or not info.has_status:
+            if (sub != "status" or not info.has_status) and not (sub == "resize" and resource == "pods"):
                 # As kube-apiserver answers for a subresource it does not serve (empty details).
                 body = status_body(404, "NotFound", _NOT_FOUND)
                 body["details"] = {}

@@ -41,6 +41,7 @@ from ..errors import (
     ApiError,
     BadRequestError,
     ConflictError,
+    ForbiddenError,
     GoneError,
     MethodNotAllowedError,
     NotFoundError,
@@ -58,6 +59,7 @@ from ..patch import (
 from ..qos import compute_pod_qos
 from ..types import InvalidObjectError, Pod
 from . import apply as _apply
+from . import resize as _resize
 from . import schema
 from .selectors import SELECTED_FIELDS, FieldSelector, LabelSelector, SelectorError
 
@@ -1869,6 +1871,8 @@ class Store:
 
     @staticmethod
     def _check_subresource(info: ResourceInfo, subresource: str | None) -> None:
+        if subresource == "resize" and info.name == "pods":
+            return  # pods/resize: in-place resize of container resources
         if subresource not in (None, "", "status") or (not info.has_status and subresource):
             message = "the server could not find the requested resource"
             status = status_body(404, "NotFound", message)
@@ -2040,6 +2044,14 @@ class Store:
                 _convert_pod_ips(status)
                 _default_conditions(status)
             obj["status"] = status if status is not None else {}
+        elif subresource == "resize":
+            spec = new.get("spec")
+            if isinstance(spec, dict):
+                spec = dict(spec)
+                _default_pod_spec(spec)
+                new = dict(new, spec=spec)
+            obj = _resize.prepare(cur, new, meta)
+            errors.extend(FieldError(*e) for e in _resize.validate(cur, obj))
         else:
             obj = dict(new)
             obj["kind"] = cur.get("kind", info.kind)
@@ -2076,6 +2088,8 @@ class Store:
         obj, pod = self._track(info, cur, obj, pod, tracker, requested)
         if errors:
             raise invalid(info.kind, name, errors, info.kind_group)
+        if subresource == "resize":
+            self._admit_resize(name, cur, obj)
         if (pod == current.pod) if is_pod else (obj == cur):
             return current  # nothing changed: no new resourceVersion, no event (as the real server)
         if (
@@ -2086,6 +2100,20 @@ class Store:
             # The last finalizer of an object deleted with grace 0 is gone: it goes now.
             return self._remove(info, ns, current)
         return self._commit(info, ns, current, obj, pod)
+
+    def _admit_resize(self, name: str, cur: dict[str, Any], obj: dict[str, Any]) -> None:
+        """The validating admission kube-apiserver runs on a resize (lock held): 403 as it words it."""
+        node_name = (obj.get("spec") or {}).get("nodeName")
+        node = self._bucket(self._info("nodes"), None).get(node_name) if isinstance(node_name, str) else None
+        refused = _resize.admission_error(cur, obj, node.obj if node is not None else None)
+        if refused is None:
+            return
+        why, cause = refused
+        message = f'pods "{name}" is forbidden: {why}'
+        details: dict[str, Any] = {"name": name, "kind": "pods"}
+        if cause:
+            details["causes"] = [{"reason": cause}]
+        raise ForbiddenError(message, status=status_body(403, "Forbidden", message, **details))
 
     def _update_tracker(self, field_manager: str | None, subresource: str | None) -> _apply.Tracker | None:
         if field_manager is None or not self._managed_fields:
