@@ -217,7 +217,9 @@ def test_over_1100_watches_stay_open_and_each_gets_the_event(tmp_path: Path) -> 
     assert "Traceback" not in stderr, stderr[-2000:]
 
 
-def _read_until(sel: selectors.BaseSelector, got: dict[socket.socket, bytes], done: object, limit: float) -> None:
+def _read_until(
+    sel: selectors.BaseSelector, got: dict[socket.socket, bytes], done: object, limit: float
+) -> None:
     check = done if callable(done) else (lambda data: True)
     waiting = {s for s, data in got.items() if not check(data)}
     deadline = time.monotonic() + limit
