@@ -10,6 +10,7 @@ reset (``Response(abort=True)``), without touching the API logic.
 from __future__ import annotations
 
 import base64
+import contextlib
 import heapq
 import io
 import itertools
@@ -839,6 +840,7 @@ class _HttpServer(ThreadingHTTPServer):
     open_connections = 0
     refused_connections = 0
     _count_lock: threading.Lock
+    active: set[socket.socket]
     _refusal_logged = 0.0
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -849,6 +851,7 @@ class _HttpServer(ThreadingHTTPServer):
                 refused = self.refused_connections
             else:
                 self.open_connections += 1
+                self.active.add(request)
         if full:
             self.shutdown_request(request)
             now = time.monotonic()
@@ -863,18 +866,27 @@ class _HttpServer(ThreadingHTTPServer):
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._closed_one()  # no thread started: nobody else counts it down
+            self._closed_one(request)  # no thread started: nobody else counts it down
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._closed_one()
+            self._closed_one(request)
 
-    def _closed_one(self) -> None:
+    def _closed_one(self, request: Any) -> None:
         with self._count_lock:
             self.open_connections -= 1
+            self.active.discard(request)
+
+    def close_connections(self) -> None:
+        """End every open connection (a stopped server answers nothing more, keep-alive or not)."""
+        with self._count_lock:
+            active = list(self.active)
+        for sock in active:
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """One log line for what peers do (a refused TLS handshake, a reset); a traceback for bugs."""
@@ -1304,6 +1316,7 @@ class EmbeddedApiServer:
             httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
         httpd.owner = self
         httpd._count_lock = threading.Lock()
+        httpd.active = set()
         self.port = httpd.server_address[1]
         self.deadlines = _Deadlines(f"apiserver-deadlines-{self.port}")
         self._httpd = httpd
@@ -1330,6 +1343,7 @@ class EmbeddedApiServer:
         self._stopping.set()
         httpd.shutdown()
         httpd.server_close()
+        httpd.close_connections()
         if self.deadlines is not None:
             self.deadlines.stop()
             self.deadlines = None
