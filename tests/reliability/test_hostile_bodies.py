@@ -69,7 +69,7 @@ def test_a_yaml_alias_bomb_in_an_apply_is_refused_with_400(server: EmbeddedApiSe
     )
     assert (code, status["message"]) == (
         400,
-        "error encoding patch: yaml: line 3: anchor 'm' value contains itself",
+        "error encoding patch: yaml: anchor 'm' value contains itself",
     )
 
 

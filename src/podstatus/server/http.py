@@ -924,7 +924,15 @@ class _Handler(BaseHTTPRequestHandler):
         # The TLS handshake and the first request's headers get the header timeout, in all.
         self._header_phase()
         if isinstance(self.connection, ssl.SSLSocket):
-            self.connection.do_handshake()  # a refusal is one log line (_HttpServer.handle_error)
+            try:
+                self.connection.do_handshake()  # a refusal is one log line (_HttpServer.handle_error)
+            except BaseException:
+                self._end_header_phase()  # finish() is not called when setup() fails
+                raise
+
+    def finish(self) -> None:
+        self._end_header_phase()
+        super().finish()
 
     def _header_phase(self) -> None:
         owner = self.server.owner

@@ -86,7 +86,8 @@ class _Bounds(Composer):
             if target is not None:
                 size = self._sizes.get(id(target))
                 if size is None:
-                    raise BoundsError(f"anchor '{event.anchor}' value contains itself", line)
+                    # go-yaml's decoder words it without a line.
+                    raise BoundsError(f"anchor '{event.anchor}' value contains itself")
                 # The alias node itself (not an alias decode), then its anchor's whole node again.
                 self._decodes += 1 + size
                 self._alias_decodes += size
