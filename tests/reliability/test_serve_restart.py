@@ -27,6 +27,12 @@ from podstatus.clients.http import HttpKubeClient
 from podstatus.server import EmbeddedApiServer
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "after-restart"},
+    "spec": {"nodeName": "vr7", "containers": [{"name": "c", "image": "busybox"}]},
+}
 
 
 def _free_port() -> int:
@@ -68,6 +74,16 @@ class Serve:
             headers={"Authorization": f"Bearer {token}"},
             retries=False,
             timeout=10,
+        )
+
+    def post(self, path: str, obj: object) -> urllib3.BaseHTTPResponse:
+        cluster = self.config["clusters"][0]["cluster"]
+        token = self.config["users"][0]["user"]["token"]
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_cert_data=ca)
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        return http.request(
+            "POST", cluster["server"] + path, body=json.dumps(obj), headers=headers, retries=False, timeout=10
         )
 
     def stop(self) -> str:
@@ -144,6 +160,16 @@ def test_a_running_node_keeps_renewing_its_lease_across_a_serve_restart(
         renewals = _wait_for_renewals(second, 2, 60)
         assert len(renewals) == 2, f"the node's Lease was not renewed after the restart: {renewals}"
         assert node.poll() is None, "the node agent exited"
+        # And it runs a pod bound to it on the new server.
+        assert second.post("/api/v1/namespaces/default/pods", POD).status == 201
+        deadline = time.monotonic() + 60
+        phase = None
+        while phase != "Running" and time.monotonic() < deadline:
+            phase = json.loads(second.get("/api/v1/namespaces/default/pods/after-restart").data)[
+                "status"
+            ].get("phase")
+            time.sleep(0.5)
+        assert phase == "Running"
     finally:
         stderr = second.stop()
     assert "Traceback" not in stderr, stderr[-2000:]
