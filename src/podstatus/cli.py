@@ -63,13 +63,40 @@ def build_parser() -> argparse.ArgumentParser:
         "--token",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="require a bearer token, generated and written into the kubeconfig (default: on)",
+        help="require a bearer token, written into the kubeconfig (default: on)",
     )
     serve.add_argument(
         "--tls",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="serve HTTPS with a fresh CA, written into the kubeconfig (default: on; --no-tls needs --no-token)",
+        help="serve HTTPS with the state folder's CA, written into the kubeconfig (default: on; --no-tls "
+        "needs --no-token)",
+    )
+    serve.add_argument(
+        "--state-dir",
+        default=None,
+        metavar="DIR",
+        help="keep the CA, serving key and token here, so a restarted server is the one its clients "
+        "trust (default: $XDG_STATE_HOME/podstatus/serve, else ~/.local/state/podstatus/serve)",
+    )
+    serve.add_argument(
+        "--ephemeral",
+        action="store_true",
+        help="keep nothing: a new CA and token at every start (clients re-read the rewritten kubeconfig)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=4096,
+        help="connections served at once, each on a thread; more are closed at once (default 4096)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=32.0,
+        metavar="SECONDS",
+        help="time for the TLS handshake and each request's headers, as kube-apiserver's "
+        "ReadHeaderTimeout (default 32)",
     )
     serve.add_argument(
         "--audit-log",
@@ -239,19 +266,43 @@ def _make_server(
     faults: str,
     *,
     token: str | None = None,
-    tls: bool = False,
+    tls: Any = False,
     audit_log: str | None = None,
     store: Any = None,
+    **limits: Any,
 ) -> Any:
     from .server.http import EmbeddedApiServer
 
-    server = EmbeddedApiServer(host=host, port=port, token=token, tls=tls, audit_log=audit_log, store=store)
+    server = EmbeddedApiServer(
+        host=host, port=port, token=token, tls=tls, audit_log=audit_log, store=store, **limits
+    )
     if faults:
         from .server.faults import FaultPlan
 
         # Parsed before anything starts, so a bad spec is a clear error, not a half-started server.
         FaultPlan.parse(faults).install(server)
     return server
+
+
+def _allow_connections(wanted: int) -> int:
+    """Raise the descriptor limit as Go programs do at start (soft to hard); the connections
+    that fit under it, a margin kept for files and the server's own sockets."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    fits = wanted if soft == resource.RLIM_INFINITY else min(wanted, max(1, soft - 64))
+    if fits < wanted:
+        logging.getLogger(__name__).warning(
+            "at most %d connections: the descriptor limit is %d (ulimit -n)", fits, soft,
+            extra={"wanted": wanted, "limit": soft},
+        )  # fmt: skip
+    return fits
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -266,7 +317,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     tls = (args.token or not loopback) if args.tls is None else args.tls
     if args.token and not tls:
         raise ValueError("--no-tls needs --no-token: kubectl and client-go send a token only over https")
-    token = security.generate_token() if args.token else None
+    if not args.header_timeout > 0:
+        raise ValueError("--header-timeout must be positive")
+    if args.ephemeral:
+        token = security.generate_token() if args.token else None
+        material: Any = tls
+    else:
+        state_dir = Path(args.state_dir) if args.state_dir else security.default_state_dir()
+        kept = security.load_credentials(state_dir, [args.host], token=args.token, tls=tls)
+        token, material = kept.token, kept.tls
+    max_connections = _allow_connections(args.max_connections)
     if not loopback:
         # Loud on purpose: the server's whole state is open to whoever can reach it.
         how = ", ".join(
@@ -283,8 +343,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                   max_history=WATCH_CACHE_MAX_CHANGES, strict_status=not args.kube_like,
                   reap_terminating=not args.kube_like)  # fmt: skip
     server = _make_server(
-        args.host, args.port, args.faults, token=token, tls=tls, audit_log=args.audit_log, store=store
-    )
+        args.host, args.port, args.faults, token=token, tls=material, audit_log=args.audit_log, store=store,
+        max_connections=max_connections, header_timeout=args.header_timeout,
+    )  # fmt: skip
     server.start()
     # absolute(), not resolve(): resolving would follow a planted symlink to its target.
     path = Path(args.kubeconfig).absolute()
@@ -295,6 +356,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise
     console.print(f"podstatus API server listening on [bold]{server.url}[/]")
     console.print(f"kubeconfig written to [bold]{path}[/]")
+    if not args.ephemeral:
+        from rich.markup import escape
+
+        console.print(f"CA, serving key and token kept in {escape(str(state_dir))} (a restart keeps them)")
     console.print(f"try: kubectl --kubeconfig {path} get pods -o wide -w")
     stop = threading.Event()
 

@@ -1655,6 +1655,43 @@ def test_apply_request_errors(server: Server, real_server: Server, request: pyte
     assert got["conflict and invalid"]["code"] == 409  # conflicts are found before validation
 
 
+def test_apply_yaml_bounds(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """Hostile apply bodies: go-yaml's alias bound and its words; past 10,000 levels both
+    servers answer 400 (the depth message differs: podstatus stops at 200 levels)."""
+    lols = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + "".join(
+        f"{n}: &{n} [{','.join(['*' + p] * 10)}]\n" for p, n in zip("abcdef", "bcdefg", strict=True)
+    )
+
+    def scenario(ctx: Ctx) -> Any:
+        name = unique("bounds")
+        ctx.secrets[name] = "<name>"
+        head = f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\n"
+
+        def send(body: str | bytes) -> Answer:
+            data = body.encode() if isinstance(body, str) else body
+            return ctx.raw.request("PATCH", ctx.raw.pods_path(name), data, content_type=APPLY,
+                                   query="fieldManager=x")  # fmt: skip
+
+        deep = b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","labels":' % name.encode()
+        deep += b'{"a":' * 10_000 + b'"x"' + b"}" * 10_000 + b"}}"
+        answers = {
+            "alias bomb": ctx.error(send(head + lols)),
+            "alias in its own anchor": ctx.error(
+                send(f"apiVersion: v1\nkind: Pod\nmetadata: &m {{name: {name}, labels: *m}}\n")
+            ),
+            "unclosed flow sequence": ctx.error(send("[1, 2")),
+            "mapping in a plain scalar": ctx.error(send("a: b: c")),
+        }
+        code = send(deep).code
+        shared = send(head.replace("}", ", labels: &l {app: web}, annotations: *l}") +
+                      "spec: {containers: [{name: c, image: busybox}]}\n")  # fmt: skip
+        meta = shared.body["metadata"] if isinstance(shared.body, dict) else {}
+        return {**answers, "10,000 levels": code, "shared labels": (shared.code, meta.get("annotations"))}
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["alias bomb"]["code"] == 400 and got["10,000 levels"] == 400
+
+
 def test_managed_fields_reset_then_first_apply(
     server: Server, real_server: Server, request: pytest.FixtureRequest
 ) -> None:

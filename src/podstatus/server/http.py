@@ -10,6 +10,10 @@ reset (``Response(abort=True)``), without touching the API logic.
 from __future__ import annotations
 
 import base64
+import contextlib
+import heapq
+import io
+import itertools
 import logging
 import re
 import select
@@ -17,13 +21,14 @@ import signal
 import socket
 import ssl
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
@@ -55,6 +60,12 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 _JSON = "application/json"
 # How often an idle watch checks whether its client left or the server is stopping.
 _POLL_SECONDS = 1.0
+# Connection limits. kube-apiserver's http.Server: ReadHeaderTimeout 32 s (TLS handshake and
+# request headers), IdleTimeout 90 s (between keep-alive requests). It has no cap on
+# connections (Go's goroutines are cheap); here each connection holds a thread, so there is one.
+DEFAULT_MAX_CONNECTIONS = 4096
+DEFAULT_HEADER_TIMEOUT = 32.0
+DEFAULT_IDLE_TIMEOUT = 90.0
 
 
 @dataclass(slots=True)
@@ -791,24 +802,205 @@ class _FramingError(ValueError):
         self.code = code
 
 
+class _Deadlines:
+    """One thread that shuts down connections still reading request headers past their deadline.
+
+    A socket timeout bounds each read, not the whole: a slowloris client that sends a
+    byte now and then never trips it. A deadline does, whatever the client trickles;
+    shutting the socket down ends the handler's read, and its thread goes back.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._heap: list[tuple[float, int]] = []
+        self._live: dict[int, socket.socket] = {}
+        self._tokens = itertools.count()
+        self._cond = threading.Condition()
+        self._stopped = False
+        self.expired = 0
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def add(self, sock: socket.socket, seconds: float) -> int:
+        token = next(self._tokens)
+        with self._cond:
+            self._live[token] = sock
+            heapq.heappush(self._heap, (time.monotonic() + seconds, token))
+            if self._heap[0][1] == token:
+                self._cond.notify()
+        return token
+
+    def cancel(self, token: int) -> None:
+        with self._cond:
+            self._live.pop(token, None)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._stopped:
+                        return
+                    # Entries cancelled in time are dropped when they come to the top.
+                    while self._heap and self._heap[0][1] not in self._live:
+                        heapq.heappop(self._heap)
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    wait = self._heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        break
+                    self._cond.wait(wait)
+                _, token = heapq.heappop(self._heap)
+                sock = self._live.pop(token)
+                self.expired += 1
+            try:
+                peer = sock.getpeername()
+                # The plain socket's shutdown: an SSLSocket's would drop its TLS state under the reader.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                continue
+            log.info(
+                "closed a connection that sent no complete request headers in time",
+                extra={"peer": str(peer)},
+            )
+
+
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # The listen backlog (the kernel caps it at somaxconn): a burst of clients is queued, not dropped.
+    request_queue_size = 4096
     owner: EmbeddedApiServer
+    open_connections = 0
+    refused_connections = 0
+    _count_lock: threading.Lock
+    active: set[socket.socket]
+    _refusal_logged = 0.0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._count_lock:
+            full = self.open_connections >= self.owner.max_connections
+            if full:
+                self.refused_connections += 1
+                refused = self.refused_connections
+            else:
+                self.open_connections += 1
+                self.active.add(request)
+        if full:
+            self.shutdown_request(request)
+            now = time.monotonic()
+            if now - self._refusal_logged >= 10.0:
+                self._refusal_logged = now
+                log.warning(
+                    "connection refused: %d connections open (--max-connections)",
+                    self.owner.max_connections,
+                    extra={"peer": str(client_address), "refused": refused},
+                )
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._closed_one(request)  # no thread started: nobody else counts it down
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._closed_one(request)
+
+    def _closed_one(self, request: Any) -> None:
+        with self._count_lock:
+            self.open_connections -= 1
+            self.active.discard(request)
+
+    def close_connections(self) -> None:
+        """End every open connection (a stopped server answers nothing more, keep-alive or not)."""
+        with self._count_lock:
+            active = list(self.active)
+        for sock in active:
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One log line for what peers do (a refused TLS handshake, a reset); a traceback for bugs."""
+        err = sys.exc_info()[1]
+        if isinstance(err, ssl.SSLError):
+            log.warning(
+                "TLS handshake with %s failed: %s",
+                client_address[0],
+                getattr(err, "reason", None) or err,
+                extra={"peer": str(client_address), "error": str(err)},
+            )
+        elif isinstance(err, OSError):
+            log.info(
+                "connection from %s ended: %s", client_address[0], err, extra={"peer": str(client_address)}
+            )
+        else:
+            log.error("error serving a connection from %s", client_address[0], exc_info=err)
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "podstatus-embedded-apiserver"
     sys_version = ""
-    # Idle keep-alive connections give their thread back after this long.
-    timeout = 300
+    # Each read or write waits this long at most (then set to the server's idle timeout).
+    timeout = DEFAULT_IDLE_TIMEOUT
     server: _HttpServer
+    _deadline: int | None = None
 
     def setup(self) -> None:
         super().setup()
+        self.connection.settimeout(self.server.owner.idle_timeout)
         # Small request/response pairs on keep-alive connections: never wait for Nagle.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._first = True
+        # The TLS handshake and the first request's headers get the header timeout, in all.
+        self._header_phase()
+        if isinstance(self.connection, ssl.SSLSocket):
+            try:
+                self.connection.do_handshake()  # a refusal is one log line (_HttpServer.handle_error)
+            except BaseException:
+                self._end_header_phase()  # finish() is not called when setup() fails
+                raise
+
+    def finish(self) -> None:
+        self._end_header_phase()
+        super().finish()
+
+    def _header_phase(self) -> None:
+        owner = self.server.owner
+        if owner.deadlines is not None:
+            self._deadline = owner.deadlines.add(self.connection, owner.header_timeout)
+
+    def _end_header_phase(self) -> None:
+        owner = self.server.owner
+        if self._deadline is not None and owner.deadlines is not None:
+            owner.deadlines.cancel(self._deadline)
+        self._deadline = None
+
+    def handle_one_request(self) -> None:
+        if not self._first:
+            # Keep-alive: the next request may come within the idle timeout (the socket's);
+            # once it starts, its headers get the header timeout.
+            try:
+                if not cast(io.BufferedReader, self.rfile).peek(1):
+                    self.close_connection = True
+                    return
+            except OSError:
+                self.close_connection = True
+                return
+            self._header_phase()
+        self._first = False
+        try:
+            super().handle_one_request()
+        finally:
+            self._end_header_phase()
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.client_address[0], *args)
@@ -887,6 +1079,7 @@ class _Handler(BaseHTTPRequestHandler):
                 chunks.append(data)
 
     def _serve(self) -> None:
+        self._end_header_phase()
         owner = self.server.owner
         audit = owner.audit
         if audit is None:
@@ -1019,8 +1212,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if not readable:
+            # poll, not select: select() cannot take descriptors past 1023.
+            poller = select.poll()
+            poller.register(self.connection, select.POLLIN)
+            if not poller.poll(0):
                 return False
             if isinstance(self.connection, ssl.SSLSocket):
                 # No peeking through TLS; a client sends nothing while it reads a watch, so
@@ -1054,6 +1249,11 @@ class EmbeddedApiServer:
 
     ``audit_log``: append one line per request to this file, as kube-apiserver's audit log
     at level Metadata (see :mod:`.audit`).
+
+    Connections: at most ``max_connections`` at once (each holds a thread; more are closed
+    at once, logged); the TLS handshake and each request's headers must arrive within
+    ``header_timeout`` seconds, and a keep-alive connection may idle ``idle_timeout``
+    seconds between requests (kube-apiserver's ReadHeaderTimeout and IdleTimeout).
     """
 
     def __init__(
@@ -1070,7 +1270,17 @@ class EmbeddedApiServer:
         token: str | None = None,
         tls: security.TlsMaterial | bool = False,
         audit_log: str | Path | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
+        if max_connections < 1 or not header_timeout > 0 or not idle_timeout > 0:
+            raise ValueError("max_connections, header_timeout and idle_timeout must be positive")
+        self.max_connections = max_connections
+        self.header_timeout = header_timeout
+        self.idle_timeout = idle_timeout
+        # Running while the server runs.
+        self.deadlines: _Deadlines | None = None
         self.host = host
         self.audit_log = audit_log
         # Open while the server runs (see audit.py).
@@ -1112,6 +1322,11 @@ class EmbeddedApiServer:
         self.dispatch: Callable[[Request], Response] = self.api.handle
         self._httpd: _HttpServer | None = None
         self._threads: list[threading.Thread] = []
+
+    @property
+    def open_connections(self) -> int:
+        """Connections being served now (each holds a thread)."""
+        return self._httpd.open_connections if self._httpd is not None else 0
 
     @property
     def url(self) -> str:
@@ -1162,7 +1377,10 @@ class EmbeddedApiServer:
             context = security.server_context(self.tls)
             httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
         httpd.owner = self
+        httpd._count_lock = threading.Lock()
+        httpd.active = set()
         self.port = httpd.server_address[1]
+        self.deadlines = _Deadlines(f"apiserver-deadlines-{self.port}")
         self._httpd = httpd
         serve = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                  name=f"apiserver-{self.port}", daemon=True)  # fmt: skip
@@ -1187,6 +1405,10 @@ class EmbeddedApiServer:
         self._stopping.set()
         httpd.shutdown()
         httpd.server_close()
+        httpd.close_connections()
+        if self.deadlines is not None:
+            self.deadlines.stop()
+            self.deadlines = None
         for t in self._threads:
             t.join(timeout=5)
         if self.audit is not None:
