@@ -85,6 +85,8 @@ def _log(level: int, message: str, **fields: Any) -> None:
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 ON_STOP = ("leave", "cordon")
+# The longest a provider's close may take at stop.
+STOP_CALL_TIMEOUT = 2.0
 
 
 # --- upkeep requests, counted apart from pod status -----------------------------------------
@@ -138,6 +140,7 @@ class _PodState:
     create_failures: int = 0
     retry_at: float | None = None
     last_report: PodStatus | None = None
+    status_error_event_at: float | None = None  # the last FailedSync Event for a status that failed
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -222,6 +225,8 @@ class NodeAgent:
     heartbeat client: a full connection pool of pod writes never delays a heartbeat).
     ``housekeeping_interval``: the longest the housekeeping sleeps; node status posts,
     polls and retries wake it when they are due.
+    ``status_error_event_interval``: a pod whose ``get_pod_status`` raises or hangs gets a
+    Warning ``FailedSync`` Event at most this often (the log has every failure).
     """
 
     def __init__(
@@ -251,8 +256,10 @@ class NodeAgent:
         clock: Callable[[], datetime] = utcnow,
         runtime: NodeRuntime | None = None,
         heartbeat_client: Any = None,
+        status_error_event_interval: float = 60.0,
     ) -> None:
         self.client = client
+        self.status_error_event_interval = status_error_event_interval
         self.provider = provider
         self.node_name = node_name
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:12]}"
@@ -286,7 +293,9 @@ class NodeAgent:
         self._upkeep = upkeep
         # A provider whose methods never block (blocking = False) is called without a thread hop.
         self._inline_provider = getattr(provider, "blocking", True) is False
-        self.calls = BoundCaller(self.runtime.calls, provider_timeout, inline=self._inline_provider)
+        self.calls = BoundCaller(
+            self.runtime.calls, provider_timeout, inline=self._inline_provider, node=node_name
+        )
         self._tasks = self.runtime.tasks
 
         self.pods = BasicPodManager()
@@ -368,7 +377,9 @@ class NodeAgent:
             return
         if self._own_runtime and self.runtime.closed:
             self.runtime = self._new_runtime()
-            self.calls = BoundCaller(self.runtime.calls, self.provider_timeout, inline=self._inline_provider)
+            self.calls = BoundCaller(
+                self.runtime.calls, self.provider_timeout, inline=self._inline_provider, node=self.node_name
+            )
             self._tasks = self.runtime.tasks
         self.lease.check(self.take_over)
         error, was_ready = self._check_provider()
@@ -448,7 +459,11 @@ class NodeAgent:
         close = getattr(self.provider, "close", None)
         if close is not None:
             try:
-                self.calls.call("close", close)
+                # Bounded even for a blocking = False provider: a close that hangs must not hold
+                # the stop (and the process) up.
+                self.calls.call(
+                    "close", close, timeout=min(self.provider_timeout, STOP_CALL_TIMEOUT), bounded=True
+                )
             except ProviderError as err:
                 _log(logging.WARNING, "provider close failed", node=self.node_name, error=err)
         if self._own_runtime:
@@ -959,6 +974,15 @@ class NodeAgent:
             status = self.calls.call("get_pod_status", self.provider.get_pod_status, state.pod)
         except ProviderError as err:
             _log(logging.WARNING, "provider could not report pod status", pod=state.pod.key(), error=err)
+            now = time.monotonic()
+            last = state.status_error_event_at
+            if last is None or now - last >= self.status_error_event_interval:
+                # The kubelet's reason and message; one per interval, not one per poll (the
+                # recorder would count each poll into the Event, one write each).
+                state.status_error_event_at = now
+                self.recorder.event(
+                    ObjectRef.for_pod(state.pod), WARNING, "FailedSync", f"error determining status: {err}"
+                )
             return
         if status is not None:
             self.report(uid, status)

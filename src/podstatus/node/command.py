@@ -17,14 +17,17 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from .agent import ON_STOP, NodeAgent, NodeGroup
+from .calls import ProviderCaller, log_running_call
 from .events import EVENT_FILTERS
 from .heartbeat import LeaseHeldError
+from .logs import log_fields
 from .provider import NodeDescription
 from .runtime import NodeRuntime
 from .simulated import SimulatedProvider
@@ -43,6 +46,10 @@ __all__ = [
 log = logging.getLogger("podstatus.node")
 
 EXIT_LEASE_HELD = 3
+# The stop was cut short (--stop-timeout passed, or a second signal).
+EXIT_STOP_FORCED = 1
+# Under Kubernetes' default terminationGracePeriodSeconds (30), so the process ends before SIGKILL.
+DEFAULT_STOP_TIMEOUT = 20.0
 
 # The simulated provider's node in a real cluster: tainted, so the scheduler places only pods that
 # tolerate it (or name the node) there, never a real workload by accident.
@@ -79,6 +86,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         choices=ON_STOP,
         default="leave",
         help="on SIGTERM: leave pods as they are, or cordon first",
+    )
+    p.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=DEFAULT_STOP_TIMEOUT,
+        metavar="SECONDS",
+        help="after SIGTERM/SIGINT, exit within this many seconds whatever a provider does (default "
+        f"{DEFAULT_STOP_TIMEOUT:g}; provider calls still running are logged as abandoned, exit code 1 when "
+        "the stop had to be cut short); a second signal exits at once",
     )
     p.add_argument("--metrics-port", type=int, default=None, help="serve /metrics and /healthz on this port")
     p.add_argument("--healthz-port", type=int, default=None, help="serve /healthz on this port")
@@ -221,6 +237,46 @@ def serve_endpoints(
     return server
 
 
+class StopGuard:
+    """Ends the process within ``bound`` seconds of the first signal, or at once on a second one.
+
+    A provider call that never returns (on a pool thread, or on the agent's own thread for a
+    ``blocking = False`` provider, even the main thread during start) cannot hold the process
+    up: this daemon thread logs what was abandoned and leaves with ``os._exit``.
+    """
+
+    def __init__(self, bound: float, calls: ProviderCaller) -> None:
+        self.bound = bound
+        self._calls = calls
+        self._first = threading.Event()
+        self._second = threading.Event()
+        threading.Thread(target=self._run, name="podstatus-stop-guard", daemon=True).start()
+
+    def signal(self) -> None:
+        """From a signal handler: flags only (no locks, no I/O)."""
+        if self._first.is_set():
+            self._second.set()
+        self._first.set()
+
+    def _run(self) -> None:
+        self._first.wait()
+        if self._second.wait(self.bound):
+            why = "a second signal"
+        else:
+            why = f"the stop did not finish within {self.bound:g} s (--stop-timeout)"
+        now = time.monotonic()
+        for call in self._calls.running():
+            log_running_call(
+                logging.WARNING, "abandoned a provider call that had not returned at stop", call, now
+            )
+        log_fields(log, logging.ERROR, "exiting now without a clean stop", reason=why)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_STOP_FORCED)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.log_format == "json":
         handler = logging.StreamHandler(sys.stderr)
@@ -233,6 +289,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--nodes must be at least 1")
     if not 0 <= args.coalesce < 10:
         raise ValueError("--coalesce must be at least 0 and under 10 seconds")
+    if not 0 < args.stop_timeout <= 3600:
+        raise ValueError("--stop-timeout must be over 0 and at most 3600 seconds")
     from prometheus_client import generate_latest
 
     from ..clients.base import RequestCounter
@@ -278,9 +336,16 @@ def run(args: argparse.Namespace) -> int:
     ]
     group = NodeGroup(client, agents, runtime=runtime)
     stop = threading.Event()
+    guard = StopGuard(args.stop_timeout, runtime.calls)
 
     def _handler(signum: int, frame: Any) -> None:
-        log.info("signal received, stopping signal=%s", signal.Signals(signum).name)
+        if not stop.is_set():
+            log.info(
+                "signal received, stopping signal=%s bound=%gs (a second signal exits at once)",
+                signal.Signals(signum).name,
+                args.stop_timeout,
+            )
+        guard.signal()
         stop.set()
 
     signal.signal(signal.SIGINT, _handler)
