@@ -56,7 +56,7 @@ from ..flags import Flag
 from ..manager import Manager, SyncRecord, new_manager
 from ..podmanager import BasicPodManager, lean_pod
 from ..qos import compute_pod_qos
-from ..statusutil import check_container_state_transition, share_equal_parts
+from ..statusutil import bound_messages, check_container_state_transition, share_equal_parts
 from ..types import (
     ContainerState,
     ContainerStateWaiting,
@@ -1066,6 +1066,10 @@ class NodeAgent:
             return
         with state.lock:
             try:
+                if isinstance(status, PodStatus):
+                    # Messages cut first (as the kubelet cuts terminated ones): a huge one is
+                    # neither held here nor sent to be refused (413) and retried for ever.
+                    status = bound_messages(state.pod.spec, status)
                 complete = self._complete(state, status)
             except (_Garbage, TypeError, AttributeError, ValueError) as err:
                 # Whatever shape it had, it is the provider's mistake: said, never written.
@@ -1082,10 +1086,11 @@ class NodeAgent:
             if problem is not None:
                 self._refuse(state, f"provider reported an impossible transition: {problem}")
                 return
-            state.last_report = status
+            previous, state.last_report = state.last_report, status
             try:
                 self.manager.set_pod_status(state.pod, complete)
             except InvalidObjectError as err:
+                state.last_report = previous  # what was refused is not what the provider runs
                 self._refuse(state, f"provider reported an invalid status: {err}")
                 return
             if type(status) is PodStatus:
