@@ -27,6 +27,7 @@ grow with the number of nodes.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import math
 import socket
@@ -71,7 +72,8 @@ from .calls import BoundCaller, ProviderError
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .heartbeat import LeaseHeldError, LeaseKeeper, NodeStatusReporter, build_node, utcnow
 from .logs import log_fields
-from .provider import NodeDescription, pending_status
+from .network import NodeNetwork
+from .provider import DEFAULT_ADDRESSES, NodeDescription, pending_status
 from .runtime import HEARTBEAT, HOUSEKEEPING, NodeRuntime
 
 __all__ = ["LeaseHeldError", "NodeAgent", "NodeGroup", "PodWatcher"]
@@ -227,6 +229,9 @@ class NodeAgent:
     polls and retries wake it when they are due.
     ``status_error_event_interval``: a pod whose ``get_pod_status`` raises or hangs gets a
     Warning ``FailedSync`` Event at most this often (the log has every failure).
+    ``network``: the node's InternalIP (used when the provider's description keeps the
+    default address) and pod CIDR (the Node's ``spec.podCIDR``, handed to the provider's
+    optional ``update_pod_cidr``); see :mod:`.network`.
     """
 
     def __init__(
@@ -257,8 +262,11 @@ class NodeAgent:
         runtime: NodeRuntime | None = None,
         heartbeat_client: Any = None,
         status_error_event_interval: float = 60.0,
+        network: NodeNetwork | None = None,
     ) -> None:
         self.client = client
+        self.network = network
+        self.pod_cidr: str | None = None  # the Node's spec.podCIDR once registered
         self.status_error_event_interval = status_error_event_interval
         self.provider = provider
         self.node_name = node_name
@@ -313,7 +321,7 @@ class NodeAgent:
         self._provider_pods: dict[str, Pod] = {}
         self.deleted_uids: set[str] = set()
         self.watch_events = 0
-        self._description = NodeDescription()
+        self._description = self._with_network(NodeDescription())
         self._node_uid = ""
         self._notifying = False
         self._ready_error: str | None = None
@@ -388,6 +396,7 @@ class NodeAgent:
         status = self.node_status.build(self._description, error)
         created = self.register_node(status=status)
         self.lease.node_uid = self._node_uid
+        self._hand_pod_cidr()
         if not self.lease.created_at_check:
             self.lease.renew()
         if created:
@@ -486,6 +495,24 @@ class NodeAgent:
 
     # -- the Node ------------------------------------------------------------------------
 
+    def _with_network(self, description: NodeDescription) -> NodeDescription:
+        """The node's own InternalIP in place of the default one every description starts with."""
+        if self.network is None or tuple(description.addresses) != DEFAULT_ADDRESSES:
+            return description
+        return dataclasses.replace(
+            description, addresses=({"type": "InternalIP", "address": self.network.internal_ip},)
+        )
+
+    def _hand_pod_cidr(self) -> None:
+        """The Node's pod CIDR to the provider (the kubelet's runtime gets it the same way)."""
+        update = getattr(self.provider, "update_pod_cidr", None)
+        if update is None or not self.pod_cidr:
+            return
+        try:
+            self.calls.call("update_pod_cidr", update, self.pod_cidr)
+        except ProviderError as err:
+            _log(logging.ERROR, "provider could not take the pod CIDR", node=self.node_name, error=err)
+
     def _describe(self) -> NodeDescription:
         try:
             description = self.calls.call("node_description", self.provider.node_description)
@@ -500,19 +527,21 @@ class NodeAgent:
                 got=type(description).__name__,
             )
             return self._description
-        return description
+        return self._with_network(description)
 
     def register_node(self, status: dict[str, Any] | None = None) -> bool:
         """Create the Node (with ``status`` when given), or adopt an existing one of that name.
 
         True when it was created: ``status`` is then on the server.
         """
-        node = build_node(self.node_name, self._description)
+        wanted_cidr = self.network.pod_cidr if self.network is not None else None
+        node = build_node(self.node_name, self._description, pod_cidr=wanted_cidr)
         if status is not None:
             node["status"] = status
         try:
             created = self._upkeep.create_node(node)
             self._node_uid = str((created.get("metadata") or {}).get("uid") or "")
+            self.pod_cidr = (created.get("spec") or {}).get("podCIDR") or wanted_cidr
             _log(logging.INFO, "node registered", node=self.node_name)
             return True
         except ConflictError:
@@ -529,13 +558,21 @@ class NodeAgent:
         self.node_status.adopt(existing)
         labels = (existing.get("metadata") or {}).get("labels") or {}
         missing = {k: v for k, v in node["metadata"]["labels"].items() if labels.get(k) != v}
-        if missing:
+        patch: dict[str, Any] = {"metadata": {"labels": missing}} if missing else {}
+        # A Node's pod CIDR is set once (the API server refuses a change): keep the one it has.
+        self.pod_cidr = (existing.get("spec") or {}).get("podCIDR") or wanted_cidr
+        if wanted_cidr and not (existing.get("spec") or {}).get("podCIDR"):
+            patch["spec"] = {"podCIDR": wanted_cidr, "podCIDRs": [wanted_cidr]}
+        if patch:
             try:
-                self._upkeep.patch_node(
-                    self.node_name, msgspec.json.encode({"metadata": {"labels": missing}})
-                )
+                self._upkeep.patch_node(self.node_name, msgspec.json.encode(patch))
             except (ApiError, AttributeError) as err:
-                _log(logging.WARNING, "could not update the node's labels", node=self.node_name, error=err)
+                _log(
+                    logging.WARNING,
+                    "could not update the node's labels or pod CIDR",
+                    node=self.node_name,
+                    error=err,
+                )
         _log(logging.INFO, "node adopted", node=self.node_name, uid=self._node_uid)
         return False
 

@@ -28,6 +28,7 @@ from .calls import ProviderCaller, log_running_call
 from .events import EVENT_FILTERS
 from .heartbeat import LeaseHeldError
 from .logs import log_fields
+from .network import NodeNetwork
 from .provider import NodeDescription
 from .runtime import NodeRuntime
 from .simulated import SimulatedProvider
@@ -237,35 +238,72 @@ def serve_endpoints(
     return server
 
 
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
 class StopGuard:
     """Ends the process within ``bound`` seconds of the first signal, or at once on a second one.
 
     A provider call that never returns (on a pool thread, or on the agent's own thread for a
     ``blocking = False`` provider, even the main thread during start) cannot hold the process
     up: this daemon thread logs what was abandoned and leaves with ``os._exit``.
+
+    ``sigwait``: SIGINT and SIGTERM are blocked in every thread and this one takes them
+    with ``sigtimedwait``. Python runs a signal handler only on the main thread, between
+    bytecodes: a signal the kernel gave another thread while the main thread sat in a
+    provider's ``time.sleep`` was never handled at all. Without it (no such call on the
+    platform), :meth:`signal` is called from the handler and the flags are polled.
     """
 
-    def __init__(self, bound: float, calls: ProviderCaller) -> None:
+    def __init__(self, bound: float, *, sigwait: bool) -> None:
         self.bound = bound
-        self._calls = calls
-        self._first = threading.Event()
+        self.stopping = threading.Event()  # the command's loop stops when it is set
+        self.calls: ProviderCaller | None = None  # what to list as abandoned
+        self._sigwait = sigwait
         self._second = threading.Event()
-        threading.Thread(target=self._run, name="podstatus-stop-guard", daemon=True).start()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="podstatus-stop-guard", daemon=True)
+        self._thread.start()
 
-    def signal(self) -> None:
-        """From a signal handler: flags only (no locks, no I/O)."""
-        if self._first.is_set():
+    def signal(self, signum: int) -> None:
+        """A stop signal (from a handler: events only, no locks held across I/O)."""
+        if self.stopping.is_set():
             self._second.set()
-        self._first.set()
+            return
+        self.stopping.set()
+        log.info(
+            "signal received, stopping signal=%s bound=%gs (a second signal exits at once)",
+            signal.Signals(signum).name,
+            self.bound,
+        )
+
+    def close(self) -> None:
+        """The command returned: stop taking signals (a caller's own handlers get them again)."""
+        self._closed.set()
+        self._thread.join(2)
 
     def _run(self) -> None:
-        self._first.wait()
-        if self._second.wait(self.bound):
-            why = "a second signal"
-        else:
-            why = f"the stop did not finish within {self.bound:g} s (--stop-timeout)"
+        deadline: float | None = None
+        while not self._closed.is_set():
+            wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+            if self._sigwait:
+                info = signal.sigtimedwait(STOP_SIGNALS, wait)
+                if info is not None:
+                    self.signal(info.si_signo)
+            else:
+                self._closed.wait(wait)
+            if self.stopping.is_set() and deadline is None:
+                deadline = time.monotonic() + self.bound
+            if self._closed.is_set():
+                return
+            if self._second.is_set():
+                self._exit("a second signal")
+            if deadline is not None and time.monotonic() >= deadline:
+                self._exit(f"the stop did not finish within {self.bound:g} s (--stop-timeout)")
+
+    def _exit(self, why: str) -> None:
         now = time.monotonic()
-        for call in self._calls.running():
+        for call in self.calls.running() if self.calls is not None else ():
             log_running_call(
                 logging.WARNING, "abandoned a provider call that had not returned at stop", call, now
             )
@@ -278,6 +316,29 @@ class StopGuard:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``podstatus node``: SIGINT/SIGTERM go to a :class:`StopGuard` while it runs."""
+    sigwait = (
+        hasattr(signal, "pthread_sigmask")
+        and hasattr(signal, "sigtimedwait")
+        and threading.current_thread() is threading.main_thread()
+    )
+    # Blocked before any thread starts, so every thread of the command inherits it.
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if sigwait else None
+    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    guard = StopGuard(args.stop_timeout, sigwait=sigwait)
+    try:
+        return _run(args, guard)
+    finally:
+        guard.close()
+        if threading.current_thread() is threading.main_thread():
+            for signum, handler in handlers.items():
+                if handler is not None:
+                    signal.signal(signum, handler)
+        if old_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     if args.log_format == "json":
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(JsonFormatter())
@@ -331,22 +392,17 @@ def run(args: argparse.Namespace) -> int:
             watch=False,
             runtime=runtime,
             heartbeat_client=heartbeat_client,
+            # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
+            network=NodeNetwork.for_index(i),
         )
         for i, name in enumerate(names)
     ]
     group = NodeGroup(client, agents, runtime=runtime)
-    stop = threading.Event()
-    guard = StopGuard(args.stop_timeout, runtime.calls)
+    stop = guard.stopping
+    guard.calls = runtime.calls
 
     def _handler(signum: int, frame: Any) -> None:
-        if not stop.is_set():
-            log.info(
-                "signal received, stopping signal=%s bound=%gs (a second signal exits at once)",
-                signal.Signals(signum).name,
-                args.stop_timeout,
-            )
-        guard.signal()
-        stop.set()
+        guard.signal(signum)
 
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
