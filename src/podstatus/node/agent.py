@@ -377,6 +377,20 @@ class NodeAgent:
         limit = max(5.0, 3 * max(self.housekeeping_interval, 1.0))
         return time.monotonic() - self._hk_due < limit
 
+    def problems(self) -> list[str]:
+        """What keeps the node from being Ready, for ``/readyz`` and ``/healthz``: empty when it is.
+
+        :meth:`healthy` (the loops run) and the provider's last ``ping`` (its failure makes
+        the node Ready=False).
+        """
+        out = []
+        if not self.healthy():
+            out.append(f"{self.node_name}: not running (not started, taken over, or housekeeping overdue)")
+        error = self._ready_error
+        if error is not None:
+            out.append(f"{self.node_name}: NotReady: provider is not healthy: {error}")
+        return out
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -1400,3 +1414,6 @@ class NodeGroup:
 
     def healthy(self) -> bool:
         return all(a.healthy() for a in self.agents.values())
+
+    def problems(self) -> list[str]:
+        return [p for a in self.agents.values() for p in a.problems()]

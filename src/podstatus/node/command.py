@@ -97,8 +97,19 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         f"{DEFAULT_STOP_TIMEOUT:g}; provider calls still running are logged as abandoned, exit code 1 when "
         "the stop had to be cut short); a second signal exits at once",
     )
-    p.add_argument("--metrics-port", type=int, default=None, help="serve /metrics and /healthz on this port")
-    p.add_argument("--healthz-port", type=int, default=None, help="serve /healthz on this port")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve /metrics and the health endpoints (see --healthz-port) on this port",
+    )
+    p.add_argument(
+        "--healthz-port",
+        type=int,
+        default=None,
+        help="serve /livez (the agent's loops run), /readyz and /healthz (that, and every node Ready: "
+        "its provider's ping answers) on this port; 503 otherwise",
+    )
     p.add_argument("--bind-address", default="0.0.0.0", help="address of the metrics and health endpoints")
     p.add_argument("--kubelet-mode", action="store_true", help="sync exactly as the kubelet (no fast path)")
     p.add_argument(
@@ -202,16 +213,24 @@ def _client(args: argparse.Namespace, counter: Any, pool_maxsize: int = 16) -> A
 
 
 class _Endpoints(BaseHTTPRequestHandler):
+    """``/livez``: the agents' loops run. ``/readyz`` and ``/healthz``: that, and every node Ready
+    (its provider's ping answers); 503 with one line per problem otherwise."""
+
     health: Callable[[], bool] = staticmethod(lambda: True)
+    problems: Callable[[], list[str]] = staticmethod(lambda: [])
     metrics: Callable[[], bytes] | None = None
 
     def log_message(self, format: str, *args: Any) -> None:
         return None
 
     def do_GET(self) -> None:
-        if self.path.split("?")[0] in ("/healthz", "/livez", "/readyz"):
-            ok = type(self).health()
-            body, code, ctype = (b"ok\n" if ok else b"unhealthy\n"), (200 if ok else 503), "text/plain"
+        path = self.path.split("?")[0]
+        if path in ("/healthz", "/livez", "/readyz"):
+            problems = [] if type(self).health() else ["the node agents' loops are not running"]
+            if path != "/livez":
+                problems += [p for p in type(self).problems() if p not in problems]
+            body = ("ok\n" if not problems else "".join(f"[-] {p}\n" for p in problems)).encode()
+            code, ctype = (200 if not problems else 503), "text/plain; charset=utf-8"
         elif self.path.split("?")[0] == "/metrics" and type(self).metrics is not None:
             metrics = type(self).metrics
             assert metrics is not None
@@ -226,12 +245,21 @@ class _Endpoints(BaseHTTPRequestHandler):
 
 
 def serve_endpoints(
-    addr: str, port: int, health: Callable[[], bool], metrics: Callable[[], bytes] | None
+    addr: str,
+    port: int,
+    health: Callable[[], bool],
+    metrics: Callable[[], bytes] | None,
+    problems: Callable[[], list[str]] | None = None,
 ) -> ThreadingHTTPServer:
+    """``health``: liveness (``/livez``); ``problems``: what else keeps ``/readyz`` and ``/healthz`` at 503."""
     handler = type(
         "Endpoints",
         (_Endpoints,),
-        {"health": staticmethod(health), "metrics": staticmethod(metrics) if metrics else None},
+        {
+            "health": staticmethod(health),
+            "problems": staticmethod(problems or (lambda: [])),
+            "metrics": staticmethod(metrics) if metrics else None,
+        },
     )
     server = ThreadingHTTPServer((addr, port), handler)
     threading.Thread(target=server.serve_forever, name=f"endpoints-{port}", daemon=True).start()
@@ -411,11 +439,17 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     if args.metrics_port is not None:
         servers.append(
             serve_endpoints(
-                args.bind_address, args.metrics_port, group.healthy, lambda: generate_latest(metrics.registry)
+                args.bind_address,
+                args.metrics_port,
+                group.healthy,
+                lambda: generate_latest(metrics.registry),
+                group.problems,
             )
         )
     if args.healthz_port is not None:
-        servers.append(serve_endpoints(args.bind_address, args.healthz_port, group.healthy, None))
+        servers.append(
+            serve_endpoints(args.bind_address, args.healthz_port, group.healthy, None, group.problems)
+        )
     try:
         group.start_agents()
         group.watcher.start()
