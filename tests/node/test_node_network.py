@@ -14,7 +14,6 @@ import pytest
 from nodeproc import NodeProcess, pod_body, wait_for
 
 from podstatus.clients.http import HttpKubeClient
-from podstatus.node import NodeNetwork, PodIPPool
 
 NODES = ("edge-1", "edge-2", "edge-3")
 TOLERATE = [{"key": "podstatus.io/virtual-node", "operator": "Exists", "effect": "NoSchedule"}]
@@ -61,6 +60,8 @@ def test_three_nodes_have_their_own_addresses_cidrs_and_pod_ips(
 
 
 def test_the_plan_gives_distinct_ranges_and_the_pool_reuses_freed_ips() -> None:
+    from podstatus.node import NodeNetwork, PodIPPool
+
     plans = [NodeNetwork.for_index(i) for i in range(3072)]
     assert len({p.internal_ip for p in plans}) == len({p.pod_cidr for p in plans}) == 3072
     assert plans[0] == NodeNetwork("10.20.0.1", "10.244.0.0/24")
