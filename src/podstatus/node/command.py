@@ -313,7 +313,7 @@ class StopGuard:
     def _run(self) -> None:
         deadline: float | None = None
         while not self._closed.is_set():
-            wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+            wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
             if self._sigwait:
                 info = signal.sigtimedwait(STOP_SIGNALS, wait)
                 if info is not None:
