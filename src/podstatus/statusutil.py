@@ -103,11 +103,27 @@ def _check_time(value: Any, path: str) -> None:
         raise _bad(path, f"expected a datetime, got {type(value).__name__}")
 
 
+def _state_names(state: ContainerState) -> list[str]:
+    return [
+        name
+        for name, value in (
+            ("waiting", state.waiting),
+            ("running", state.running),
+            ("terminated", state.terminated),
+        )
+        if value is not None
+    ]
+
+
 def _check_state(state: Any, path: str) -> None:
     if state is None:
         return
     if not isinstance(state, ContainerState):
         raise _bad(path, f"expected ContainerState, got {type(state).__name__}")
+    names = _state_names(state)
+    if len(names) > 1:
+        # core/v1 ContainerState: "Only one of its members may be specified."
+        raise _bad(path, f"Forbidden: may not specify more than 1 container state (got {', '.join(names)})")
     if state.running is not None:
         _check_time(state.running.started_at, f"{path}.running.startedAt")
     term = state.terminated
@@ -183,6 +199,8 @@ def _state_ok(state: Any) -> bool:
     if type(state) is not ContainerState:
         return False
     running = state.running
+    if (state.waiting is not None) + (running is not None) + (state.terminated is not None) > 1:
+        return False
     if running is not None:
         t = running.started_at
         if t is not None and type(t) is not datetime:
@@ -516,6 +534,78 @@ def normalize_status(spec: PodSpec, status: PodStatus, known: PodStatus | None =
         value = getattr(status, attr)
         if value is not None and type(value) is not tuple:
             changes[attr] = tuple(value)
+    return status.replace(**changes) if changes else status
+
+
+def _bound_state(state: Any, max_bytes: int) -> Any:
+    if type(state) is not ContainerState:
+        return state  # validation judges it
+    waiting, term = state.waiting, state.terminated
+    changes: dict[str, Any] = {}
+    if waiting is not None and type(waiting.message) is str:
+        cut = truncate_utf8(waiting.message, max_bytes)
+        if cut is not waiting.message:
+            changes["waiting"] = waiting.replace(message=cut)
+    if term is not None and type(term.message) is str:
+        cut = truncate_utf8(term.message, max_bytes)
+        if cut is not term.message:
+            changes["terminated"] = term.replace(message=cut)
+    return state.replace(**changes) if changes else state
+
+
+def _bound_container_statuses(statuses: Any, max_bytes: int) -> Any:
+    if type(statuses) is not tuple and type(statuses) is not list:
+        return statuses
+    out = []
+    changed = False
+    for cs in statuses:
+        if type(cs) is ContainerStatus:
+            state = _bound_state(cs.state, max_bytes)
+            last = _bound_state(cs.last_state, max_bytes)
+            if state is not cs.state or last is not cs.last_state:
+                cs = cs.replace(state=state, last_state=last)
+                changed = True
+        out.append(cs)
+    return tuple(out) if changed else statuses
+
+
+def bound_messages(spec: PodSpec, status: PodStatus) -> PodStatus:
+    """Every free-text message of ``status`` cut short enough for the API server to take.
+
+    The kubelet cuts only terminated messages (SPEC 4.2 step 6: 12288 bytes over the
+    number of containers), because the others are its own short strings (upstream
+    v1.37.2 leaves waiting messages and ``status.message`` as they are). A provider's
+    are anything: a 10 MB one made the PATCH bigger than the API server takes (413),
+    retried for ever. So waiting messages get the terminated messages' bound, and the
+    pod's and its conditions' messages 12288 bytes each; never splitting a UTF-8
+    character. A status with nothing too long is returned as it is.
+    """
+    per_status = MAX_POD_TERMINATION_MESSAGE_LOG_LENGTH
+    n = container_count(spec)
+    if n > 0:
+        per_status //= n
+    changes: dict[str, Any] = {}
+    for attr in ("container_statuses", "init_container_statuses", "ephemeral_container_statuses"):
+        value = getattr(status, attr)
+        if value is not None:
+            bounded = _bound_container_statuses(value, per_status)
+            if bounded is not value:
+                changes[attr] = bounded
+    if type(status.message) is str:
+        cut = truncate_utf8(status.message, MAX_POD_TERMINATION_MESSAGE_LOG_LENGTH)
+        if cut is not status.message:
+            changes["message"] = cut
+    conditions = status.conditions
+    if type(conditions) is tuple or type(conditions) is list:
+        new_conditions = []
+        for c in conditions:
+            if type(c) is PodCondition and type(c.message) is str:
+                cut = truncate_utf8(c.message, MAX_POD_TERMINATION_MESSAGE_LOG_LENGTH)
+                if cut is not c.message:
+                    c = c.replace(message=cut)
+            new_conditions.append(c)
+        if any(a is not b for a, b in zip(new_conditions, conditions)):
+            changes["conditions"] = tuple(new_conditions)
     return status.replace(**changes) if changes else status
 
 

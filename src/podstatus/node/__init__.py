@@ -10,6 +10,7 @@ from .agent import NodeAgent, NodeGroup, PodWatcher
 from .calls import ProviderError
 from .events import EventCorrelator, EventRecorder, ObjectRef
 from .heartbeat import LeaseHeldError, node_system_info
+from .network import NodeNetwork, PodIPPool
 from .provider import (
     FakeProvider,
     NodeDescription,
@@ -30,9 +31,11 @@ __all__ = [
     "NodeAgent",
     "NodeDescription",
     "NodeGroup",
+    "NodeNetwork",
     "NodeProvider",
     "NodeRuntime",
     "ObjectRef",
+    "PodIPPool",
     "PodLifecycleHandler",
     "PodNotifier",
     "PodWatcher",

@@ -27,6 +27,7 @@ grow with the number of nodes.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import math
 import socket
@@ -59,7 +60,7 @@ from ..flags import Flag
 from ..manager import Manager, SyncRecord, new_manager
 from ..podmanager import BasicPodManager, lean_pod
 from ..qos import compute_pod_qos
-from ..statusutil import check_container_state_transition, share_equal_parts
+from ..statusutil import bound_messages, check_container_state_transition, share_equal_parts
 from ..types import (
     ContainerState,
     ContainerStateWaiting,
@@ -74,7 +75,8 @@ from .calls import BoundCaller, ProviderError
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .heartbeat import LeaseHeldError, LeaseKeeper, NodeStatusReporter, build_node, utcnow
 from .logs import log_fields
-from .provider import NodeDescription, pending_status
+from .network import NodeNetwork
+from .provider import DEFAULT_ADDRESSES, NodeDescription, pending_status
 from .resize import (
     ACCEPTED,
     DEFERRED,
@@ -101,6 +103,8 @@ def _log(level: int, message: str, **fields: Any) -> None:
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 ON_STOP = ("leave", "cordon")
+# The longest a provider's close may take at stop.
+STOP_CALL_TIMEOUT = 2.0
 
 
 # --- upkeep requests, counted apart from pod status -----------------------------------------
@@ -158,6 +162,7 @@ class _PodState:
     # what the provider applied (None: what it was created with, or what it reports).
     allocated: Allocation | None = None
     actuated: Allocation | None = None
+    status_error_event_at: float | None = None  # the last FailedSync Event for a status that failed
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -283,6 +288,11 @@ class NodeAgent:
     heartbeat client: a full connection pool of pod writes never delays a heartbeat).
     ``housekeeping_interval``: the longest the housekeeping sleeps; node status posts,
     polls and retries wake it when they are due.
+    ``status_error_event_interval``: a pod whose ``get_pod_status`` raises or hangs gets a
+    Warning ``FailedSync`` Event at most this often (the log has every failure).
+    ``network``: the node's InternalIP (used when the provider's description keeps the
+    default address) and pod CIDR (the Node's ``spec.podCIDR``, handed to the provider's
+    optional ``update_pod_cidr``); see :mod:`.network`.
     """
 
     def __init__(
@@ -313,10 +323,15 @@ class NodeAgent:
         runtime: NodeRuntime | None = None,
         heartbeat_client: Any = None,
         cpu_manager_policy: str = "none",
+        status_error_event_interval: float = 60.0,
+        network: NodeNetwork | None = None,
     ) -> None:
         self.client = client
         # The kubelet's --cpu-manager-policy: "static" makes a Guaranteed pod's cpu resize infeasible.
         self.cpu_manager_policy = cpu_manager_policy
+        self.network = network
+        self.pod_cidr: str | None = None  # the Node's spec.podCIDR once registered
+        self.status_error_event_interval = status_error_event_interval
         self.provider = provider
         self.node_name = node_name
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:12]}"
@@ -350,7 +365,9 @@ class NodeAgent:
         self._upkeep = upkeep
         # A provider whose methods never block (blocking = False) is called without a thread hop.
         self._inline_provider = getattr(provider, "blocking", True) is False
-        self.calls = BoundCaller(self.runtime.calls, provider_timeout, inline=self._inline_provider)
+        self.calls = BoundCaller(
+            self.runtime.calls, provider_timeout, inline=self._inline_provider, node=node_name
+        )
         self._tasks = self.runtime.tasks
 
         self.pods = BasicPodManager()
@@ -370,7 +387,7 @@ class NodeAgent:
         self._provider_pods: dict[str, Pod] = {}
         self.deleted_uids: set[str] = set()
         self.watch_events = 0
-        self._description = NodeDescription()
+        self._description = self._with_network(NodeDescription())
         self._node_uid = ""
         self._notifying = False
         self._ready_error: str | None = None
@@ -426,6 +443,20 @@ class NodeAgent:
         limit = max(5.0, 3 * max(self.housekeeping_interval, 1.0))
         return time.monotonic() - self._hk_due < limit
 
+    def problems(self) -> list[str]:
+        """What keeps the node from being Ready, for ``/readyz`` and ``/healthz``: empty when it is.
+
+        :meth:`healthy` (the loops run) and the provider's last ``ping`` (its failure makes
+        the node Ready=False).
+        """
+        out = []
+        if not self.healthy():
+            out.append(f"{self.node_name}: not running (not started, taken over, or housekeeping overdue)")
+        error = self._ready_error
+        if error is not None:
+            out.append(f"{self.node_name}: NotReady: provider is not healthy: {error}")
+        return out
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -434,7 +465,9 @@ class NodeAgent:
             return
         if self._own_runtime and self.runtime.closed:
             self.runtime = self._new_runtime()
-            self.calls = BoundCaller(self.runtime.calls, self.provider_timeout, inline=self._inline_provider)
+            self.calls = BoundCaller(
+                self.runtime.calls, self.provider_timeout, inline=self._inline_provider, node=self.node_name
+            )
             self._tasks = self.runtime.tasks
         self.lease.check(self.take_over)
         error, was_ready = self._check_provider()
@@ -443,6 +476,7 @@ class NodeAgent:
         status = self.node_status.build(self._description, error)
         created = self.register_node(status=status)
         self.lease.node_uid = self._node_uid
+        self._hand_pod_cidr()
         if not self.lease.created_at_check:
             self.lease.renew()
         if created:
@@ -514,7 +548,11 @@ class NodeAgent:
         close = getattr(self.provider, "close", None)
         if close is not None:
             try:
-                self.calls.call("close", close)
+                # Bounded even for a blocking = False provider: a close that hangs must not hold
+                # the stop (and the process) up.
+                self.calls.call(
+                    "close", close, timeout=min(self.provider_timeout, STOP_CALL_TIMEOUT), bounded=True
+                )
             except ProviderError as err:
                 _log(logging.WARNING, "provider close failed", node=self.node_name, error=err)
         if self._own_runtime:
@@ -537,6 +575,24 @@ class NodeAgent:
 
     # -- the Node ------------------------------------------------------------------------
 
+    def _with_network(self, description: NodeDescription) -> NodeDescription:
+        """The node's own InternalIP in place of the default one every description starts with."""
+        if self.network is None or tuple(description.addresses) != DEFAULT_ADDRESSES:
+            return description
+        return dataclasses.replace(
+            description, addresses=({"type": "InternalIP", "address": self.network.internal_ip},)
+        )
+
+    def _hand_pod_cidr(self) -> None:
+        """The Node's pod CIDR to the provider (the kubelet's runtime gets it the same way)."""
+        update = getattr(self.provider, "update_pod_cidr", None)
+        if update is None or not self.pod_cidr:
+            return
+        try:
+            self.calls.call("update_pod_cidr", update, self.pod_cidr)
+        except ProviderError as err:
+            _log(logging.ERROR, "provider could not take the pod CIDR", node=self.node_name, error=err)
+
     def _describe(self) -> NodeDescription:
         try:
             description = self.calls.call("node_description", self.provider.node_description)
@@ -551,19 +607,21 @@ class NodeAgent:
                 got=type(description).__name__,
             )
             return self._description
-        return description
+        return self._with_network(description)
 
     def register_node(self, status: dict[str, Any] | None = None) -> bool:
         """Create the Node (with ``status`` when given), or adopt an existing one of that name.
 
         True when it was created: ``status`` is then on the server.
         """
-        node = build_node(self.node_name, self._description)
+        wanted_cidr = self.network.pod_cidr if self.network is not None else None
+        node = build_node(self.node_name, self._description, pod_cidr=wanted_cidr)
         if status is not None:
             node["status"] = status
         try:
             created = self._upkeep.create_node(node)
             self._node_uid = str((created.get("metadata") or {}).get("uid") or "")
+            self.pod_cidr = (created.get("spec") or {}).get("podCIDR") or wanted_cidr
             _log(logging.INFO, "node registered", node=self.node_name)
             return True
         except ConflictError:
@@ -580,13 +638,21 @@ class NodeAgent:
         self.node_status.adopt(existing)
         labels = (existing.get("metadata") or {}).get("labels") or {}
         missing = {k: v for k, v in node["metadata"]["labels"].items() if labels.get(k) != v}
-        if missing:
+        patch: dict[str, Any] = {"metadata": {"labels": missing}} if missing else {}
+        # A Node's pod CIDR is set once (the API server refuses a change): keep the one it has.
+        self.pod_cidr = (existing.get("spec") or {}).get("podCIDR") or wanted_cidr
+        if wanted_cidr and not (existing.get("spec") or {}).get("podCIDR"):
+            patch["spec"] = {"podCIDR": wanted_cidr, "podCIDRs": [wanted_cidr]}
+        if patch:
             try:
-                self._upkeep.patch_node(
-                    self.node_name, msgspec.json.encode({"metadata": {"labels": missing}})
-                )
+                self._upkeep.patch_node(self.node_name, msgspec.json.encode(patch))
             except (ApiError, AttributeError) as err:
-                _log(logging.WARNING, "could not update the node's labels", node=self.node_name, error=err)
+                _log(
+                    logging.WARNING,
+                    "could not update the node's labels or pod CIDR",
+                    node=self.node_name,
+                    error=err,
+                )
         _log(logging.INFO, "node adopted", node=self.node_name, uid=self._node_uid)
         return False
 
@@ -1046,6 +1112,15 @@ class NodeAgent:
             status = self.calls.call("get_pod_status", self.provider.get_pod_status, state.pod)
         except ProviderError as err:
             _log(logging.WARNING, "provider could not report pod status", pod=state.pod.key(), error=err)
+            now = time.monotonic()
+            last = state.status_error_event_at
+            if last is None or now - last >= self.status_error_event_interval:
+                # The kubelet's reason and message; one per interval, not one per poll (the
+                # recorder would count each poll into the Event, one write each).
+                state.status_error_event_at = now
+                self.recorder.event(
+                    ObjectRef.for_pod(state.pod), WARNING, "FailedSync", f"error determining status: {err}"
+                )
             return
         if status is not None:
             self.report(uid, status)
@@ -1262,6 +1337,10 @@ class NodeAgent:
             return
         with state.lock:
             try:
+                if isinstance(status, PodStatus):
+                    # Messages cut first (as the kubelet cuts terminated ones): a huge one is
+                    # neither held here nor sent to be refused (413) and retried for ever.
+                    status = bound_messages(state.pod.spec, status)
                 complete = self._complete(state, status)
             except (_Garbage, TypeError, AttributeError, ValueError) as err:
                 # Whatever shape it had, it is the provider's mistake: said, never written.
@@ -1278,10 +1357,11 @@ class NodeAgent:
             if problem is not None:
                 self._refuse(state, f"provider reported an impossible transition: {problem}")
                 return
-            state.last_report = status
+            previous, state.last_report = state.last_report, status
             try:
                 self.manager.set_pod_status(state.pod, complete)
             except InvalidObjectError as err:
+                state.last_report = previous  # what was refused is not what the provider runs
                 self._refuse(state, f"provider reported an invalid status: {err}")
                 return
             if type(status) is PodStatus:
@@ -1568,3 +1648,6 @@ class NodeGroup:
 
     def healthy(self) -> bool:
         return all(a.healthy() for a in self.agents.values())
+
+    def problems(self) -> list[str]:
+        return [p for a in self.agents.values() for p in a.problems()]

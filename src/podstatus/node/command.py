@@ -17,14 +17,18 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from .agent import ON_STOP, NodeAgent, NodeGroup
+from .calls import ProviderCaller, log_running_call
 from .events import EVENT_FILTERS
 from .heartbeat import LeaseHeldError
+from .logs import log_fields
+from .network import NodeNetwork
 from .provider import NodeDescription
 from .runtime import NodeRuntime
 from .simulated import SimulatedProvider
@@ -45,6 +49,10 @@ __all__ = [
 log = logging.getLogger("podstatus.node")
 
 EXIT_LEASE_HELD = 3
+# The stop was cut short (--stop-timeout passed, or a second signal).
+EXIT_STOP_FORCED = 1
+# Under Kubernetes' default terminationGracePeriodSeconds (30), so the process ends before SIGKILL.
+DEFAULT_STOP_TIMEOUT = 20.0
 
 # The simulated provider's node in a real cluster: tainted, so the scheduler places only pods that
 # tolerate it (or name the node) there, never a real workload by accident.
@@ -90,8 +98,28 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default="leave",
         help="on SIGTERM: leave pods as they are, or cordon first",
     )
-    p.add_argument("--metrics-port", type=int, default=None, help="serve /metrics and /healthz on this port")
-    p.add_argument("--healthz-port", type=int, default=None, help="serve /healthz on this port")
+    p.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=DEFAULT_STOP_TIMEOUT,
+        metavar="SECONDS",
+        help="after SIGTERM/SIGINT, exit within this many seconds whatever a provider does (default "
+        f"{DEFAULT_STOP_TIMEOUT:g}; provider calls still running are logged as abandoned, exit code 1 when "
+        "the stop had to be cut short); a second signal exits at once",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve /metrics and the health endpoints (see --healthz-port) on this port",
+    )
+    p.add_argument(
+        "--healthz-port",
+        type=int,
+        default=None,
+        help="serve /livez (the agent's loops run), /readyz and /healthz (that, and every node Ready: "
+        "its provider's ping answers) on this port; 503 otherwise",
+    )
     p.add_argument("--bind-address", default="0.0.0.0", help="address of the metrics and health endpoints")
     p.add_argument("--kubelet-mode", action="store_true", help="sync exactly as the kubelet (no fast path)")
     p.add_argument(
@@ -254,16 +282,24 @@ def _client(args: argparse.Namespace, counter: Any, pool_maxsize: int = 16) -> A
 
 
 class _Endpoints(BaseHTTPRequestHandler):
+    """``/livez``: the agents' loops run. ``/readyz`` and ``/healthz``: that, and every node Ready
+    (its provider's ping answers); 503 with one line per problem otherwise."""
+
     health: Callable[[], bool] = staticmethod(lambda: True)
+    problems: Callable[[], list[str]] = staticmethod(lambda: [])
     metrics: Callable[[], bytes] | None = None
 
     def log_message(self, format: str, *args: Any) -> None:
         return None
 
     def do_GET(self) -> None:
-        if self.path.split("?")[0] in ("/healthz", "/livez", "/readyz"):
-            ok = type(self).health()
-            body, code, ctype = (b"ok\n" if ok else b"unhealthy\n"), (200 if ok else 503), "text/plain"
+        path = self.path.split("?")[0]
+        if path in ("/healthz", "/livez", "/readyz"):
+            problems = [] if type(self).health() else ["the node agents' loops are not running"]
+            if path != "/livez":
+                problems += [p for p in type(self).problems() if p not in problems]
+            body = ("ok\n" if not problems else "".join(f"[-] {p}\n" for p in problems)).encode()
+            code, ctype = (200 if not problems else 503), "text/plain; charset=utf-8"
         elif self.path.split("?")[0] == "/metrics" and type(self).metrics is not None:
             metrics = type(self).metrics
             assert metrics is not None
@@ -278,19 +314,128 @@ class _Endpoints(BaseHTTPRequestHandler):
 
 
 def serve_endpoints(
-    addr: str, port: int, health: Callable[[], bool], metrics: Callable[[], bytes] | None
+    addr: str,
+    port: int,
+    health: Callable[[], bool],
+    metrics: Callable[[], bytes] | None,
+    problems: Callable[[], list[str]] | None = None,
 ) -> ThreadingHTTPServer:
+    """``health``: liveness (``/livez``); ``problems``: what else keeps ``/readyz`` and ``/healthz`` at 503."""
     handler = type(
         "Endpoints",
         (_Endpoints,),
-        {"health": staticmethod(health), "metrics": staticmethod(metrics) if metrics else None},
+        {
+            "health": staticmethod(health),
+            "problems": staticmethod(problems or (lambda: [])),
+            "metrics": staticmethod(metrics) if metrics else None,
+        },
     )
     server = ThreadingHTTPServer((addr, port), handler)
     threading.Thread(target=server.serve_forever, name=f"endpoints-{port}", daemon=True).start()
     return server
 
 
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+class StopGuard:
+    """Ends the process within ``bound`` seconds of the first signal, or at once on a second one.
+
+    A provider call that never returns (on a pool thread, or on the agent's own thread for a
+    ``blocking = False`` provider, even the main thread during start) cannot hold the process
+    up: this daemon thread logs what was abandoned and leaves with ``os._exit``.
+
+    ``sigwait``: SIGINT and SIGTERM are blocked in every thread and this one takes them
+    with ``sigtimedwait``. Python runs a signal handler only on the main thread, between
+    bytecodes: a signal the kernel gave another thread while the main thread sat in a
+    provider's ``time.sleep`` was never handled at all. Without it (no such call on the
+    platform), :meth:`signal` is called from the handler and the flags are polled.
+    """
+
+    def __init__(self, bound: float, *, sigwait: bool) -> None:
+        self.bound = bound
+        self.stopping = threading.Event()  # the command's loop stops when it is set
+        self.calls: ProviderCaller | None = None  # what to list as abandoned
+        self._sigwait = sigwait
+        self._second = threading.Event()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="podstatus-stop-guard", daemon=True)
+        self._thread.start()
+
+    def signal(self, signum: int) -> None:
+        """A stop signal (from a handler: events only, no locks held across I/O)."""
+        if self.stopping.is_set():
+            self._second.set()
+            return
+        self.stopping.set()
+        log.info(
+            "signal received, stopping signal=%s bound=%gs (a second signal exits at once)",
+            signal.Signals(signum).name,
+            self.bound,
+        )
+
+    def close(self) -> None:
+        """The command returned: stop taking signals (a caller's own handlers get them again)."""
+        self._closed.set()
+        self._thread.join(2)
+
+    def _run(self) -> None:
+        deadline: float | None = None
+        while not self._closed.is_set():
+            wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
+            if self._sigwait:
+                info = signal.sigtimedwait(STOP_SIGNALS, wait)
+                if info is not None:
+                    self.signal(info.si_signo)
+            else:
+                self._closed.wait(wait)
+            if self.stopping.is_set() and deadline is None:
+                deadline = time.monotonic() + self.bound
+            if self._closed.is_set():
+                return
+            if self._second.is_set():
+                self._exit("a second signal")
+            if deadline is not None and time.monotonic() >= deadline:
+                self._exit(f"the stop did not finish within {self.bound:g} s (--stop-timeout)")
+
+    def _exit(self, why: str) -> None:
+        now = time.monotonic()
+        for call in self.calls.running() if self.calls is not None else ():
+            log_running_call(
+                logging.WARNING, "abandoned a provider call that had not returned at stop", call, now
+            )
+        log_fields(log, logging.ERROR, "exiting now without a clean stop", reason=why)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_STOP_FORCED)
+
+
 def run(args: argparse.Namespace) -> int:
+    """``podstatus node``: SIGINT/SIGTERM go to a :class:`StopGuard` while it runs."""
+    sigwait = (
+        hasattr(signal, "pthread_sigmask")
+        and hasattr(signal, "sigtimedwait")
+        and threading.current_thread() is threading.main_thread()
+    )
+    # Blocked before any thread starts, so every thread of the command inherits it.
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if sigwait else None
+    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    guard = StopGuard(args.stop_timeout, sigwait=sigwait)
+    try:
+        return _run(args, guard)
+    finally:
+        guard.close()
+        if threading.current_thread() is threading.main_thread():
+            for signum, handler in handlers.items():
+                if handler is not None:
+                    signal.signal(signum, handler)
+        if old_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     json_lines = args.log_format == "json"
     if json_lines:
         handler = logging.StreamHandler(sys.stderr)
@@ -303,6 +448,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--nodes must be at least 1")
     if not 0 <= args.coalesce < 10:
         raise ValueError("--coalesce must be at least 0 and under 10 seconds")
+    if not 0 < args.stop_timeout <= 3600:
+        raise ValueError("--stop-timeout must be over 0 and at most 3600 seconds")
     from prometheus_client import generate_latest
 
     from ..clients.base import RequestCounter
@@ -344,15 +491,17 @@ def run(args: argparse.Namespace) -> int:
             runtime=runtime,
             heartbeat_client=heartbeat_client,
             cpu_manager_policy=args.cpu_manager_policy,
+            # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
+            network=NodeNetwork.for_index(i),
         )
         for i, name in enumerate(names)
     ]
     group = NodeGroup(client, agents, runtime=runtime)
-    stop = threading.Event()
+    stop = guard.stopping
+    guard.calls = runtime.calls
 
     def _handler(signum: int, frame: Any) -> None:
-        log.info("signal received, stopping signal=%s", signal.Signals(signum).name)
-        stop.set()
+        guard.signal(signum)
 
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
@@ -361,11 +510,17 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         servers.append(
             serve_endpoints(
-                args.bind_address, args.metrics_port, group.healthy, lambda: generate_latest(metrics.registry)
+                args.bind_address,
+                args.metrics_port,
+                group.healthy,
+                lambda: generate_latest(metrics.registry),
+                group.problems,
             )
         )
     if args.healthz_port is not None:
-        servers.append(serve_endpoints(args.bind_address, args.healthz_port, group.healthy, None))
+        servers.append(
+            serve_endpoints(args.bind_address, args.healthz_port, group.healthy, None, group.problems)
+        )
     try:
         group.start_agents()
         group.watcher.start()

@@ -329,8 +329,10 @@ HEALTHY_CONDITIONS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def build_node(node_name: str, description: NodeDescription) -> dict[str, Any]:
-    """The Node to register: labels, taints, and the status parts that are not conditions."""
+def build_node(
+    node_name: str, description: NodeDescription, *, pod_cidr: str | None = None
+) -> dict[str, Any]:
+    """The Node to register: labels, taints, ``spec.podCIDR``, the status parts that are not conditions."""
     labels = {
         "kubernetes.io/hostname": node_name,
         "kubernetes.io/os": "linux",
@@ -344,6 +346,9 @@ def build_node(node_name: str, description: NodeDescription) -> dict[str, Any]:
         "spec": {"taints": [dict(t) for t in description.taints]} if description.taints else {},
         "status": status_body(node_name, description),
     }
+    if pod_cidr:
+        node["spec"]["podCIDR"] = pod_cidr
+        node["spec"]["podCIDRs"] = [pod_cidr]
     return node
 
 

@@ -48,6 +48,9 @@ __all__ = [
 ]
 
 
+DEFAULT_ADDRESSES: tuple[Mapping[str, str], ...] = ({"type": "InternalIP", "address": "10.20.0.1"},)
+
+
 @dataclass(frozen=True)
 class NodeDescription:
     """What a provider says its node is. ``node_info`` is merged over the agent's defaults."""
@@ -59,7 +62,8 @@ class NodeDescription:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Mapping[str, Any], ...] = ()
-    addresses: tuple[Mapping[str, str], ...] = ({"type": "InternalIP", "address": "10.20.0.1"},)
+    # The default: an agent given a NodeNetwork puts the node's own InternalIP in its place.
+    addresses: tuple[Mapping[str, str], ...] = DEFAULT_ADDRESSES
     node_info: Mapping[str, str] = field(default_factory=dict)
 
     def allocatable_or_capacity(self) -> Mapping[str, str]:

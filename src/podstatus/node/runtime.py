@@ -16,7 +16,6 @@ shared runtime to all of its agents.
 
 from __future__ import annotations
 
-import concurrent.futures
 import heapq
 import itertools
 import logging
@@ -26,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..syncpool import SyncPool
-from .calls import ProviderCaller, SerialTasks
+from .calls import DaemonPool, ProviderCaller, SerialTasks
 
 __all__ = ["HEARTBEAT", "HOUSEKEEPING", "NodeRuntime", "Timer", "TimerHandle", "shared_timer"]
 
@@ -66,10 +65,8 @@ class Timer:
         self._cond = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
-        self._lanes = {
-            lane: concurrent.futures.ThreadPoolExecutor(max_workers=n, thread_name_prefix=f"{name}-{lane}")
-            for lane, n in (lanes or {}).items()
-        }
+        # Daemon threads: a lane call stuck in a provider (an inline ping) never holds up exit.
+        self._lanes = {lane: DaemonPool(n, f"{name}-{lane}") for lane, n in (lanes or {}).items()}
         self.late_max = 0.0  # the largest delay between a call's due time and its start (seconds)
 
     def call_at(
@@ -191,7 +188,13 @@ class NodeRuntime:
             {HEARTBEAT: heartbeat_workers, HOUSEKEEPING: housekeeping_workers}, name=f"{name}-timer"
         )
         self.tasks = SerialTasks(workers=task_workers, name=f"{name}-pods")
-        self.calls = ProviderCaller(provider_timeout, workers=provider_workers, name=f"{name}-provider")
+        self.calls = ProviderCaller(
+            provider_timeout,
+            workers=provider_workers,
+            name=f"{name}-provider",
+            # Lateness checks run inline on the timer thread: a scan of the calls in progress.
+            schedule=lambda when, fn: self.timer.call_at(when, fn),
+        )
         self.events = SerialTasks(workers=event_workers, name=f"{name}-events")
         self.sync = SyncPool(sync_workers, name=f"{name}-sync")
         self._closed = False

@@ -37,6 +37,7 @@ from ..types import (
     PodStatus,
 )
 from ..workloads import behaviour_of
+from .network import PodIPPool
 from .provider import NodeDescription, PodNotifier
 from .resize import allocation_of_pod, same_resources
 from .runtime import shared_timer
@@ -185,6 +186,8 @@ class SimulatedProvider:
         self._timer = shared_timer()
         self._stop = Flag()
         self._ip_counter = itertools.count(2)
+        # Pod IPs from the node's pod CIDR once the agent gives one (update_pod_cidr).
+        self._ips: PodIPPool | None = None
 
     @property
     def rng(self) -> random.Random:
@@ -201,6 +204,16 @@ class SimulatedProvider:
 
     def ping(self) -> None:
         return None
+
+    def update_pod_cidr(self, cidr: str) -> None:
+        """The node's ``spec.podCIDR`` (the kubelet hands it to its runtime): pod IPs come from it."""
+        with self._lock:
+            if self._ips is not None and self._ips.cidr == cidr:
+                return
+            self._ips = PodIPPool(cidr)
+            for sim in self._sims.values():
+                if sim.pod_ip:
+                    self._ips.claim(sim.pod_ip)
 
     def node_description(self) -> NodeDescription:
         return self.description
@@ -220,6 +233,11 @@ class SimulatedProvider:
             if pod.uid in self._sims:
                 return
             sim = self._new_sim(pod)
+            if sim.pod_ip == "" and not pod.status.pod_ip:
+                # As a CNI plugin says it; the agent reports the failure and retries.
+                raise RuntimeError(
+                    f"failed to allocate a pod IP: no IP addresses available in range {self._ips and self._ips.cidr}"
+                )
             self._sims[pod.uid] = sim
             if self._resume(sim):
                 log.info("resumed a running pod pod=%s podUID=%s", pod.key(), pod.uid)
@@ -266,6 +284,8 @@ class SimulatedProvider:
             self._publish(sim)
             self._settle(sim)
             self._sims.pop(pod.uid, None)
+            if self._ips is not None and sim.pod_ip:
+                self._ips.release(sim.pod_ip)
 
     def close(self) -> None:
         self._stop.set()  # steps still on the timer find it set and do nothing
@@ -309,13 +329,17 @@ class SimulatedProvider:
         allocated = allocation_of_pod(pod)
         for c in [*inits, *containers]:
             c.resources = allocated.get(c.name)
-        n = next(self._ip_counter)
+        if self._ips is not None:
+            pod_ip = self._ips.allocate() or ""
+        else:
+            n = next(self._ip_counter)
+            pod_ip = f"10.244.{(n // 250) % 250}.{n % 250 + 1}"
         return SimPod(
             pod=pod,
             behaviour=behaviour_of(pod.metadata.annotations, pod.spec.restart_policy),
             inits=inits,
             containers=containers,
-            pod_ip=f"10.244.{(n // 250) % 250}.{n % 250 + 1}",
+            pod_ip=pod_ip,
             qos_class=pod.status.qos_class or compute_pod_qos(pod.spec.to_dict()),
         )
 
@@ -354,7 +378,11 @@ class SimulatedProvider:
                 )
         sim.sandbox_ready = True
         sim.init_index = len(sim.inits)
-        if status.pod_ip:
+        if status.pod_ip and status.pod_ip != sim.pod_ip:
+            if self._ips is not None:
+                # The IP it had keeps; the one drawn for it goes back.
+                self._ips.release(sim.pod_ip)
+                self._ips.claim(status.pod_ip)
             sim.pod_ip = status.pod_ip
         for c in sim.containers:
             if c.state == "running":
