@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 import podstatus
 from podstatus.clients.fake import FakeKubeClient
 from podstatus.errors import error_class_for_code
+from podstatus.podmanager import is_mirror_pod
 
 NS = "oracle"
 # Times the sequences carry: 2020. Times a manager takes from its clock are later, and both
@@ -176,8 +177,21 @@ class PySide:
         return pod if pod is not None else self.last_pod[uid]
 
     def _remember(self, pod: podstatus.Pod) -> None:
-        self.seen.add(pod.uid)
+        # Statuses are reported for the node's own UIDs (a mirror pod's is its static pod's).
+        if not is_mirror_pod(pod):
+            self.seen.add(pod.uid)
         self.last_pod[pod.uid] = pod
+
+    def _learn(self, pod: podstatus.Pod) -> None:
+        """As the kubelet's pod sources do: a pod of the same name (and kind) with another UID was
+        deleted first."""
+        if is_mirror_pod(pod):
+            held = self.pods.get_mirror_pod_by_pod(pod)
+        else:
+            held = self.pods.get_pod_by_name(pod.namespace, pod.name)
+        if held is not None and held.uid != pod.uid:
+            self.pods.remove_pod(held)
+        self.pods.update_pod(pod)
 
     def step(self, op: dict[str, Any]) -> dict[str, Any]:
         ret = self._apply(op)
@@ -210,7 +224,7 @@ class PySide:
             if op.get("server", True):
                 self.client.put_pod(op["pod"])
             if op.get("node", True):
-                (self.pods.add_pod if kind == "add_pod" else self.pods.update_pod)(pod)
+                self._learn(pod)
             return None
         if kind == "remove_pod":
             if op.get("server", True):
@@ -222,7 +236,7 @@ class PySide:
             pod = self.client.pod(op["namespace"], op["name"])
             if pod is not None:
                 self._remember(pod)
-                self.pods.update_pod(pod)
+                self._learn(pod)
             return None
         if kind == "api_update":
             return self._api_update(op)
@@ -289,7 +303,7 @@ class PySide:
             stored = self.client.pod(op["namespace"], op["name"])
             assert stored is not None
             self._remember(stored)
-            self.pods.update_pod(stored)
+            self._learn(stored)
         return None
 
 
@@ -541,6 +555,10 @@ class World:
             op = "set_container_readiness" if kind == "ready" else "set_container_startup"
             return [{"op": op, "uid": model.uid, "container_id": f"containerd://{name}", "value": step[3]}]
         if kind == "terminate":
+            if model.static and model.terminal:
+                # terminate_pod leaves a static pod's phase as its pod object has it (upstream's
+                # TODO #116484), which may not be terminal: the allowed difference again.
+                return []
             if not model.static:
                 model.terminal = True
             return [{"op": "terminate_pod", "uid": model.uid}]
@@ -605,6 +623,24 @@ class World:
         raise ValueError(f"unknown step {kind!r}")
 
     def _create(self, model: _PodModel) -> list[dict[str, Any]]:
+        if self.features.subsecond:
+            # The node's pod object carries sub-second times (a pod made on the node); the API
+            # server keeps whole seconds, as a real one does.
+            node = self.pod_dict(model, mirror=False)
+            node["status"]["startTime"] = SUBSECOND_TIMES[0]
+            node["status"]["conditions"][0]["lastTransitionTime"] = SUBSECOND_TIMES[1]
+            if not model.static:
+                server = self.pod_dict(model, mirror=False)
+                server["status"]["startTime"] = TIMES[0]
+                server["status"]["conditions"][0]["lastTransitionTime"] = TIMES[1]
+                return [
+                    {"op": "add_pod", "pod": server, "node": False},
+                    {"op": "add_pod", "pod": node, "server": False},
+                ]
+            return [
+                {"op": "add_pod", "pod": node, "server": False},
+                {"op": "add_pod", "pod": self.pod_dict(model, mirror=True)},
+            ]
         if not model.static:
             return [{"op": "add_pod", "pod": self.pod_dict(model, mirror=False)}]
         return [

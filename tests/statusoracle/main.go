@@ -32,6 +32,7 @@ import (
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/metrics"
 	kubepod "k8s.io/kubernetes/pkg/kubelet/pod"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 	status "podstatus.local/tests/statusoracle/upstreamstatus"
 )
 
@@ -233,6 +234,7 @@ type oracle struct {
 	mgr     status.Manager
 	seen    map[string]bool
 	lastPod map[string]*v1.Pod // the last pod object given for a UID (the pod manager may have dropped it)
+	node    map[string]*v1.Pod // what the pod manager holds, by nodeKey
 }
 
 func newOracle() *oracle {
@@ -251,6 +253,7 @@ func newOracle() *oracle {
 		mgr:     status.NewManager(client, pods, safe, noStartupLatency{}),
 		seen:    map[string]bool{},
 		lastPod: map[string]*v1.Pod{},
+		node:    map[string]*v1.Pod{},
 	}
 }
 
@@ -311,6 +314,29 @@ func apiUpdate(pod *v1.Pod, what string) error {
 	return nil
 }
 
+// remember keeps the pod object given for a UID; statuses are reported for the node's own UIDs
+// (not mirror pods': their statuses are the static pods').
+func (o *oracle) remember(pod *v1.Pod) {
+	o.lastPod[string(pod.UID)] = pod.DeepCopy()
+	if !kubetypes.IsMirrorPod(pod) {
+		o.seen[string(pod.UID)] = true
+	}
+}
+
+func nodeKey(pod *v1.Pod) string {
+	return fmt.Sprintf("%s/%s/%v", pod.Namespace, pod.Name, kubetypes.IsMirrorPod(pod))
+}
+
+// learn gives the pod manager a pod as the kubelet's pod sources do: a pod of the same name (and
+// kind, mirror or not) with another UID was deleted first, so the manager forgets it.
+func (o *oracle) learn(pod *v1.Pod) {
+	if held, ok := o.node[nodeKey(pod)]; ok && held.UID != pod.UID {
+		o.pods.RemovePod(held)
+	}
+	o.node[nodeKey(pod)] = pod.DeepCopy()
+	o.pods.UpdatePod(pod.DeepCopy())
+}
+
 func enabled(flag *bool) bool { return flag == nil || *flag }
 
 func (o *oracle) apply(in op) (any, error) {
@@ -320,17 +346,12 @@ func (o *oracle) apply(in op) (any, error) {
 		if err := json.Unmarshal(in.Pod, &pod); err != nil {
 			return nil, fmt.Errorf("pod: %w", err)
 		}
-		o.seen[string(pod.UID)] = true
-		o.lastPod[string(pod.UID)] = &pod
+		o.remember(&pod)
 		if enabled(in.Server) {
 			o.srv.pods[key(pod.Namespace, pod.Name)] = pod.DeepCopy()
 		}
 		if enabled(in.Node) {
-			if in.Op == "add_pod" {
-				o.pods.AddPod(pod.DeepCopy())
-			} else {
-				o.pods.UpdatePod(pod.DeepCopy())
-			}
+			o.learn(&pod)
 		}
 		return nil, nil
 	case "remove_pod":
@@ -340,15 +361,17 @@ func (o *oracle) apply(in op) (any, error) {
 		if enabled(in.Node) {
 			if pod, err := o.pod(in.UID); err == nil {
 				o.pods.RemovePod(pod)
+				if held, ok := o.node[nodeKey(pod)]; ok && held.UID == pod.UID {
+					delete(o.node, nodeKey(pod))
+				}
 			}
 		}
 		return nil, nil
 	case "watch":
 		// The pod manager learns the server's copy of a pod, as the kubelet's watch delivers it.
 		if pod, ok := o.srv.pods[key(in.Namespace, in.Name)]; ok {
-			o.seen[string(pod.UID)] = true
-			o.lastPod[string(pod.UID)] = pod.DeepCopy()
-			o.pods.UpdatePod(pod.DeepCopy())
+			o.remember(pod)
+			o.learn(pod)
 		}
 		return nil, nil
 	case "api_update":
@@ -362,9 +385,8 @@ func (o *oracle) apply(in op) (any, error) {
 		}
 		o.srv.pods[key(in.Namespace, in.Name)] = pod
 		if enabled(in.Node) {
-			o.seen[string(pod.UID)] = true
-			o.lastPod[string(pod.UID)] = pod.DeepCopy()
-			o.pods.UpdatePod(pod.DeepCopy())
+			o.remember(pod)
+			o.learn(pod)
 		}
 		return nil, nil
 	case "set_pod_status":
