@@ -50,7 +50,10 @@ GATE = "example.com/gate"
 
 # Pod spec templates: container names are not in alphabetical order, so sorting shows.
 SPECS: dict[str, dict[str, Any]] = {
-    "plain": {"restartPolicy": "Always", "containers": [{"name": "b", "image": "i"}, {"name": "a", "image": "i"}]},
+    "plain": {
+        "restartPolicy": "Always",
+        "containers": [{"name": "b", "image": "i"}, {"name": "a", "image": "i"}],
+    },
     "job": {"restartPolicy": "Never", "containers": [{"name": "a", "image": "i"}]},
     "onfailure": {
         "restartPolicy": "OnFailure",
@@ -235,10 +238,10 @@ class PySide:
                 self.pods.remove_pod(self.last_pod[op["uid"]])
             return None
         if kind == "watch":
-            pod = self.client.pod(op["namespace"], op["name"])
-            if pod is not None:
-                self._remember(pod)
-                self._learn(pod)
+            served = self.client.pod(op["namespace"], op["name"])
+            if served is not None:
+                self._remember(served)
+                self._learn(served)
             return None
         if kind == "api_update":
             return self._api_update(op)
@@ -272,6 +275,8 @@ class PySide:
             else:
                 self.safety.stopped.add(key)
             return None
+        if kind in RESIZE_OPS and not hasattr(m, "set_pod_resize_pending_condition"):
+            raise NotImplementedError("podstatus's Manager has no resize-condition methods yet (issue 21)")
         if kind == "set_resize_pending":
             return m.set_pod_resize_pending_condition(
                 op["uid"], op.get("reason", ""), op.get("message", ""), op.get("generation", 0)
@@ -288,10 +293,15 @@ class PySide:
         if kind == "clear_resize_in_progress":
             return list(m.clear_pod_resize_in_progress_condition(op["uid"]))
         if kind == "backfill_resize":
-            m.backfill_pod_resize_conditions([self._pod(u) for u in op.get("uids") or [] if u in self.last_pod])
+            m.backfill_pod_resize_conditions(
+                [self._pod(u) for u in op.get("uids") or [] if u in self.last_pod]
+            )
             return None
         if kind == "resize_state":
-            return {"deferred": m.is_pod_resize_deferred(op["uid"]), "infeasible": m.is_pod_resize_infeasible(op["uid"])}
+            return {
+                "deferred": m.is_pod_resize_deferred(op["uid"]),
+                "infeasible": m.is_pod_resize_infeasible(op["uid"]),
+            }
         raise ValueError(f"unknown op {kind!r}")
 
     def _api_update(self, op: dict[str, Any]) -> None:
@@ -358,11 +368,7 @@ def canonical(value: Any, *, empty_lists: bool = True) -> Any:
     list. Nothing else changes.
     """
     if isinstance(value, dict):
-        return {
-            k: canonical(v, empty_lists=empty_lists)
-            for k, v in value.items()
-            if empty_lists or v != []
-        }
+        return {k: canonical(v, empty_lists=empty_lists) for k, v in value.items() if empty_lists or v != []}
     if isinstance(value, list):
         return [canonical(v, empty_lists=empty_lists) for v in value]
     if isinstance(value, str):
@@ -376,7 +382,9 @@ def _request_view(request: dict[str, Any]) -> dict[str, Any]:
     view = {k: request.get(k) for k in ("verb", "namespace", "name")}
     if request["verb"] == "patch":
         patch = request.get("patch")
-        view["patch"] = canonical(json.loads(patch) if isinstance(patch, (str, bytes)) else patch, empty_lists=True)
+        view["patch"] = canonical(
+            json.loads(patch) if isinstance(patch, (str, bytes)) else patch, empty_lists=True
+        )
     if request["verb"] == "delete":
         view["grace"] = request.get("grace")
         view["uid"] = request.get("uid") or None
@@ -435,6 +443,16 @@ def compare(step: int, op: dict[str, Any], go: dict[str, Any], py: dict[str, Any
     return None
 
 
+RESIZE_OPS = frozenset(
+    {
+        "set_resize_pending",
+        "set_resize_in_progress",
+        "clear_resize_pending",
+        "clear_resize_in_progress",
+        "backfill_resize",
+        "resize_state",
+    }
+)
 RETURNING_OPS = frozenset(
     {"sync", "set_resize_pending", "set_resize_in_progress", "clear_resize_in_progress", "resize_state"}
 )
@@ -520,7 +538,12 @@ class World:
         status = {
             "phase": "Pending",
             "conditions": [
-                {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": TIMES[0]}
+                {
+                    "type": "PodScheduled",
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": TIMES[0],
+                }
             ],
         }
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
@@ -575,14 +598,18 @@ class World:
                 code = 500
             return [{"op": "fail", "verb": verb, "namespace": NS, "name": model.name, "code": code}]
         if kind == "stopped":
-            return [{"op": "set_could_have_running", "namespace": NS, "name": model.name, "value": not step[2]}]
+            return [
+                {"op": "set_could_have_running", "namespace": NS, "name": model.name, "value": not step[2]}
+            ]
         if kind == "watch":
             return [{"op": "watch", "namespace": NS, "name": model.name}]
         if kind == "api":
             what = step[2]
-            if (what == "generation" and not self.features.generation) or (
-                what == "claims" and not self.features.claims
-            ) or (what == "disruption" and not self.features.disruption):
+            if (
+                (what == "generation" and not self.features.generation)
+                or (what == "claims" and not self.features.claims)
+                or (what == "disruption" and not self.features.disruption)
+            ):
                 what = "label"
             return [{"op": "api_update", "namespace": NS, "name": model.name, "what": what, "node": step[3]}]
         if kind == "remove":
@@ -590,16 +617,40 @@ class World:
             ops: list[dict[str, Any]] = []
             if server:
                 server_uid = model.mirror_uid if model.static else model.uid
-                ops.append({"op": "remove_pod", "namespace": NS, "name": model.name, "uid": server_uid, "node": False})
+                ops.append(
+                    {
+                        "op": "remove_pod",
+                        "namespace": NS,
+                        "name": model.name,
+                        "uid": server_uid,
+                        "node": False,
+                    }
+                )
             if node and model.static and not self.features.mirror_changes:
                 node = False
             if node:
-                node_ops = [{"op": "remove_pod", "namespace": NS, "name": model.name, "uid": model.uid, "server": False}]
+                node_ops = [
+                    {
+                        "op": "remove_pod",
+                        "namespace": NS,
+                        "name": model.name,
+                        "uid": model.uid,
+                        "server": False,
+                    }
+                ]
                 if model.static:
-                    mirror = {"op": "remove_pod", "namespace": NS, "name": model.name, "uid": model.mirror_uid, "server": False}
+                    mirror = {
+                        "op": "remove_pod",
+                        "namespace": NS,
+                        "name": model.name,
+                        "uid": model.mirror_uid,
+                        "server": False,
+                    }
                     # The pod managers differ while a static pod is gone and its mirror pod is not
                     # (upstream still translates the mirror's UID): kept apart unless asked for.
-                    node_ops = node_ops + [mirror] if self.features.static_removal_window else [mirror] + node_ops
+                    node_ops = (
+                        [*node_ops, mirror] if self.features.static_removal_window else [mirror, *node_ops]
+                    )
                 ops.extend(node_ops)
                 model.present = False
             return ops
@@ -612,7 +663,16 @@ class World:
                 model.mirror_incarnation += 1
                 ops = [{"op": "add_pod", "pod": self.pod_dict(model, mirror=True), "node": False}]
                 if node_learns:
-                    ops.insert(0, {"op": "remove_pod", "namespace": NS, "name": model.name, "uid": old_mirror, "server": False})
+                    ops.insert(
+                        0,
+                        {
+                            "op": "remove_pod",
+                            "namespace": NS,
+                            "name": model.name,
+                            "uid": old_mirror,
+                            "server": False,
+                        },
+                    )
                     ops[-1] = {"op": "add_pod", "pod": self.pod_dict(model, mirror=True)}
                 return ops
             old_uid = model.uid
@@ -620,7 +680,16 @@ class World:
             model.terminal = False
             ops = [{"op": "add_pod", "pod": self.pod_dict(model, mirror=False), "node": False}]
             if node_learns:
-                ops.insert(0, {"op": "remove_pod", "namespace": NS, "name": model.name, "uid": old_uid, "server": False})
+                ops.insert(
+                    0,
+                    {
+                        "op": "remove_pod",
+                        "namespace": NS,
+                        "name": model.name,
+                        "uid": old_uid,
+                        "server": False,
+                    },
+                )
                 ops[-1] = {"op": "add_pod", "pod": self.pod_dict(model, mirror=False)}
             return ops
         if kind.startswith("resize_"):
@@ -659,9 +728,21 @@ class World:
 def resize_op(kind: str, uid: str, args: tuple[Any, ...]) -> dict[str, Any]:
     reason, generation = args
     if kind == "resize_pending":
-        return {"op": "set_resize_pending", "uid": uid, "reason": reason, "message": "m", "generation": generation}
+        return {
+            "op": "set_resize_pending",
+            "uid": uid,
+            "reason": reason,
+            "message": "m",
+            "generation": generation,
+        }
     if kind == "resize_progress":
-        return {"op": "set_resize_in_progress", "uid": uid, "reason": reason, "message": "", "generation": generation}
+        return {
+            "op": "set_resize_in_progress",
+            "uid": uid,
+            "reason": reason,
+            "message": "",
+            "generation": generation,
+        }
     if kind == "resize_clear_pending":
         return {"op": "clear_resize_pending", "uid": uid}
     if kind == "resize_clear_progress":
@@ -715,7 +796,9 @@ def build_status(model: _PodModel, params: dict[str, Any], features: Features) -
     names = [c["name"] for c in spec["containers"]]
     containers = params["containers"]
     init_statuses = [container(n, containers[i % len(containers)]) for i, n in enumerate(init_names)]
-    statuses = [container(n, containers[(i + len(init_names)) % len(containers)]) for i, n in enumerate(names)]
+    statuses = [
+        container(n, containers[(i + len(init_names)) % len(containers)]) for i, n in enumerate(names)
+    ]
     if params["shuffle"]:
         statuses.reverse()
     if params["drop"] and len(statuses) > 1:
@@ -756,8 +839,12 @@ def build_status(model: _PodModel, params: dict[str, Any], features: Features) -
         )
     if params["gate"] is not None and spec.get("readinessGates"):
         conditions.append(
-            {"type": GATE, "status": "True" if params["gate"] else "False", "lastProbeTime": None,
-             "lastTransitionTime": TIMES[0]}
+            {
+                "type": GATE,
+                "status": "True" if params["gate"] else "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": TIMES[0],
+            }
         )
     status["conditions"] = conditions
     if params["start"] is not None:
@@ -809,19 +896,35 @@ def steps(features: Features) -> st.SearchStrategy[tuple[Any, ...]]:
         *[st.tuples(st.just("terminate"), _index)] * 2,
         st.tuples(st.just("orphans"), _index, st.frozensets(_index, max_size=2)),
         *[st.tuples(st.just("sync"), _index, st.booleans())] * 4,
-        st.tuples(st.just("fail"), _index, st.sampled_from(["get", "patch", "delete"]), st.sampled_from([404, 409, 500])),
+        st.tuples(
+            st.just("fail"),
+            _index,
+            st.sampled_from(["get", "patch", "delete"]),
+            st.sampled_from([404, 409, 500]),
+        ),
         *[st.tuples(st.just("stopped"), _index, st.booleans())] * 2,
         *[st.tuples(st.just("api"), _index, st.just("delete"), st.just(True))] * 2,
         *[st.tuples(st.just("watch"), _index)] * 2,
-        st.tuples(st.just("api"), _index, st.sampled_from(["delete", "disruption", "generation", "claims", "label"]), st.booleans()),
+        st.tuples(
+            st.just("api"),
+            _index,
+            st.sampled_from(["delete", "disruption", "generation", "claims", "label"]),
+            st.booleans(),
+        ),
         st.tuples(st.just("remove"), _index, st.sampled_from([(True, False), (False, True), (True, True)])),
         st.tuples(st.just("recreate"), _index, st.booleans()),
     ]
     if features.resize:
         reasons = st.sampled_from(["", "Deferred", "Infeasible", "Error"])
         generations = st.integers(0, 3)
-        for kind in ("resize_pending", "resize_progress", "resize_clear_pending", "resize_clear_progress",
-                     "resize_backfill", "resize_state"):
+        for kind in (
+            "resize_pending",
+            "resize_progress",
+            "resize_clear_pending",
+            "resize_clear_progress",
+            "resize_backfill",
+            "resize_state",
+        ):
             choices.append(st.tuples(st.just(kind), _index, reasons, generations))
     # sampled_from over a list with repeats: one_of would take each distinct strategy once.
     return st.sampled_from(choices).flatmap(lambda chosen: chosen)
@@ -830,7 +933,9 @@ def steps(features: Features) -> st.SearchStrategy[tuple[Any, ...]]:
 def sequence(features: Features, max_steps: int = 40) -> st.SearchStrategy[list[tuple[Any, ...]]]:
     """Pods first (one to three), then steps."""
     adds = st.lists(
-        st.tuples(st.just("add"), _index, st.sampled_from(sorted(SPECS)), st.booleans()), min_size=1, max_size=3
+        st.tuples(st.just("add"), _index, st.sampled_from(sorted(SPECS)), st.booleans()),
+        min_size=1,
+        max_size=3,
     )
     return st.tuples(adds, st.lists(steps(features), min_size=min(8, max_steps), max_size=max_steps)).map(
         lambda parts: parts[0] + parts[1]
@@ -847,3 +952,75 @@ def operations(features: Features, abstract: list[tuple[Any, ...]]) -> list[dict
         else:
             ops.extend(world.concretize(step))
     return ops
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run random sequences and print the first difference, shrunk (or that there was none).
+
+    ``python tests/statusoracle_harness.py --examples 2000 --features all`` explores every kind of
+    difference; ``--replay FILE.jsonl`` runs one sequence (tests/statusoracle/differences/).
+    """
+    import argparse
+    import logging
+
+    from hypothesis import HealthCheck, given, settings
+
+    from statusoracle_build import build
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--examples", type=int, default=1000)
+    parser.add_argument("--features", default="", help="comma-separated Features flags, or 'all'")
+    parser.add_argument("--replay", type=Path, nargs="*", default=[])
+    args = parser.parse_args(argv)
+    flags = (
+        set(Features.__dataclass_fields__)
+        if args.features == "all"
+        else set(filter(None, args.features.split(",")))
+    )
+    unknown = flags - set(Features.__dataclass_fields__)
+    if unknown:
+        parser.error(f"unknown features: {', '.join(sorted(unknown))}")
+    features = Features(**dict.fromkeys(flags, True))
+    logging.disable(logging.CRITICAL)
+    binary, _seconds = build()
+    oracle = GoOracle(binary)
+    try:
+        if args.replay:
+            failed = 0
+            for path in args.replay:
+                ops = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+                try:
+                    diff = first_difference(oracle, ops)
+                except NotImplementedError as exc:
+                    failed += 1
+                    print(f"{path}: {exc}")
+                    continue
+                failed += diff is not None
+                print(f"{path}: {'same as upstream' if diff is None else diff}")
+            return 1 if failed else 0
+        found: list[str] = []
+
+        @settings(
+            max_examples=args.examples, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        )
+        @given(sequence(features))
+        def explore(abstract: list[tuple[Any, ...]]) -> None:
+            ops = operations(features, abstract)
+            diff = first_difference(oracle, ops)
+            if diff is not None:
+                found[:] = [*(json.dumps(op) for op in ops[: diff.step + 1]), str(diff)]
+                raise AssertionError(str(diff))
+
+        try:
+            explore()
+        except AssertionError:
+            print("\n".join(found))
+            return 1
+        print(f"{args.examples} sequences, features {sorted(flags) or 'none'}: no difference from upstream")
+        return 0
+    finally:
+        oracle.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -29,7 +29,9 @@ from statusoracle_harness import Features, GoOracle, first_difference, operation
 
 pytestmark = [
     pytest.mark.timeout(3600),
-    pytest.mark.skipif(go_binary() is None, reason="needs Go (/usr/local/go/bin/go) to build tests/statusoracle"),
+    pytest.mark.skipif(
+        go_binary() is None, reason="needs Go (/usr/local/go/bin/go) to build tests/statusoracle"
+    ),
 ]
 
 # What podstatus matches upstream in today; every flag is a kind of issue-21 difference
@@ -72,17 +74,17 @@ def _check(oracle: GoOracle, features: Features, abstract: list[tuple[Any, ...]]
         pytest.fail(f"podstatus differs from upstream v1.37.2 after these operations:\n{lines}\n{diff}")
 
 
-_SETTINGS = {"deadline": None, "database": None, "suppress_health_check": list(HealthCheck)}
+_SETTINGS = settings(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
-@settings(max_examples=300, **_SETTINGS)
+@settings(_SETTINGS, max_examples=300)
 @given(abstract=sequence(MATCHED))
 def test_random_sequences_match_upstream(oracle: GoOracle, abstract: list[tuple[Any, ...]]) -> None:
     _check(oracle, MATCHED, abstract)
 
 
 @pytest.mark.apiserver
-@settings(max_examples=4000, **_SETTINGS)
+@settings(_SETTINGS, max_examples=4000)
 @given(abstract=sequence(MATCHED))
 def test_random_sequences_match_upstream_thousands(oracle: GoOracle, abstract: list[tuple[Any, ...]]) -> None:
     _check(oracle, MATCHED, abstract)
@@ -94,7 +96,9 @@ def _known(name: str) -> Any:
 
 @pytest.mark.parametrize("name", [_known(name) for name in KNOWN])
 def test_known_difference(oracle: GoOracle, name: str) -> None:
-    ops = [json.loads(line) for line in (DIFFERENCES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+    ops = [
+        json.loads(line) for line in (DIFFERENCES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     diff = first_difference(oracle, ops)
     assert diff is None, str(diff)
 
@@ -115,7 +119,14 @@ def test_oracle_reports_what_upstream_sends(oracle: GoOracle) -> None:
         "phase": "Running",
         "startTime": "2020-01-01T00:00:05Z",
         "containerStatuses": [
-            {"name": n, "ready": True, "restartCount": 0, "image": "i", "imageID": "", "state": {"running": {}}}
+            {
+                "name": n,
+                "ready": True,
+                "restartCount": 0,
+                "image": "i",
+                "imageID": "",
+                "state": {"running": {}},
+            }
             for n in ("b", "a")
         ],
         "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z"}],
