@@ -5,9 +5,11 @@ through both, one operation at a time: the Go oracle (the real ``pkg/kubelet/sta
 k8s.io/kubernetes v1.37.2, a fake clientset, the kubelet's basic pod manager) and podstatus's
 Manager in kubelet mode (default options) with a :class:`FakeKubeClient` and a
 :class:`BasicPodManager`. After each operation both report the requests they sent (verb, and the
-patch body, parsed) and the cached status of every pod UID seen so far; :func:`compare` says where
-they differ, after the canonical form of :func:`canonical` (times the managers take from the clock
-are "now" on both sides; Go's and Python's JSON are otherwise compared as they are).
+patch body, parsed) and the cached status of every (non-mirror) pod UID seen so far;
+:func:`compare` says where they differ. Times the managers take from the clock are "now" on both
+sides (:func:`canonical`), a pass's per-pod request chains are compared as a set (upstream walks a
+Go map), and :func:`first_difference` counts a difference only when three runs show it (a run
+across a second boundary can make one side send a time the other does not).
 
 The allowed differences (SPEC names them; docs/design.md lists them) are kept out of the
 sequences by the generator rather than waved through in the comparison:
@@ -18,7 +20,11 @@ sequences by the generator rather than waved through in the comparison:
 - *deletion criterion* (SPEC 4.6, ``pod_resources_are_reclaimed``): the harness's deletion safety
   answers what upstream's ``podIsFinished`` is (the pod's status came from ``terminate_pod`` and
   is still cached);
+- *a DELETE answered NotFound drops the cached status* (SPEC 4.5.6; upstream keeps it): no 404 is
+  injected on DELETE;
 - *fast-path options* (SPEC 6): not used; the Manager runs with the kubelet's defaults.
+
+``python tests/statusoracle_harness.py --help``: explore or replay from the command line.
 """
 
 from __future__ import annotations
