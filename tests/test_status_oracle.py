@@ -34,10 +34,10 @@ pytestmark = [
     ),
 ]
 
-# What podstatus matches upstream in today; every other flag is a kind of issue-21 difference
+# What podstatus matches upstream in today; every flag is a kind of issue-21 difference
 # (statusoracle_harness.Features). Turn a flag on once its xfail below passes (all of them:
 # statusoracle_harness.ALL_FEATURES).
-MATCHED = Features(varied_conditions=True)
+MATCHED = Features()
 
 DIFFERENCES = SOURCE / "differences"
 # Minimal sequences of the differences found on main, with what differs (docs/status-oracle.md).
@@ -47,6 +47,7 @@ KNOWN: dict[str, str] = {
     "disruption-target-place": "issue 21: a merged DisruptionTarget is appended instead of keeping its place",
     "subsecond-times-copied": "issue 21: times taken from the old status are not normalised after copying",
     "condition-count": "issue 21: 'equal as the kubelet sees it' ignores a differing number of conditions",
+    "condition-count-setter": "issue 21: a status with fewer kubelet-owned conditions is ignored as equal",
     "claims-resync-get": "issue 21: resourceClaimStatuses on the server make every full resync GET",
     "ephemeral-sorted": "issue 21: ephemeral container statuses are not sorted by name",
     "mirror-recreated-pass": "issue 21: a pass without all skips newer statuses not changed since the last pass",
