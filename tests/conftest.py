@@ -15,6 +15,12 @@ FIXTURES = Path(os.environ.get("PODSTATUS_FIXTURES", ROOT / "tests" / "fixtures"
 POD_RUNNING = FIXTURES / "pod-running.json"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _serve_state_out_of_home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`podstatus serve` keeps its CA and token under $XDG_STATE_HOME: the tests' go to a temp folder."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
+
+
 @pytest.fixture
 def pod_running_dict() -> dict[str, Any]:
     """The realistic pod of tests/fixtures, as a fresh dict."""

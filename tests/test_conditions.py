@@ -518,6 +518,10 @@ def test_kubelet_owned_and_shared() -> None:
         POD_INITIALIZED,
         CONTAINERS_READY,
         POD_READY_TO_START_CONTAINERS,
+        # v1.37.2's default gates: the resize conditions and AllContainersRestarting too.
+        "PodResizePending",
+        "PodResizeInProgress",
+        "AllContainersRestarting",
     } == set(KUBELET_OWNED_CONDITIONS)
     for t in KUBELET_OWNED_CONDITIONS:
         assert is_kubelet_owned(t)

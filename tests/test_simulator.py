@@ -10,9 +10,13 @@ import pytest
 from rich.console import Console
 
 from podstatus import cli
+from podstatus.clients.embedded import EmbeddedClient
 from podstatus.clients.fake import FakeNodeClient
 from podstatus.errors import ConnectionFailedError, InternalServerError, ServiceUnavailableError
+from podstatus.server import EmbeddedApiServer
 from podstatus.simulator import (
+    DEFAULT_NODE,
+    RUN_LABEL,
     Invariant,
     InvariantChecker,
     NodeHeartbeat,
@@ -343,3 +347,84 @@ def test_simulate_events_flag_reaches_the_node_agent(monkeypatch: pytest.MonkeyP
     )
     assert seen["events"] == "warning"
     assert real(FakeNodeClient(), []).agent.agent.recorder.events == "all"  # the kubelet's by default
+
+
+# --- issue 22: the run plays only with its own pods, counts each name once --------------------
+
+
+class _DeleteLog:
+    """The server's client, with every delete the simulation sends written down (then sent)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.deletes: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def delete_pod(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None
+    ) -> None:
+        self.deletes.append(name)
+        self._inner.delete_pod(namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
+
+
+def _serving(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]},  # restartPolicy Always: serves
+    }
+
+
+def test_simulate_deletes_and_recreates_only_its_own_pods() -> None:
+    with EmbeddedApiServer() as server:
+        client = _DeleteLog(EmbeddedClient(server))
+        # Someone else's pod, bound to the simulated node before the run: not the run's to delete.
+        theirs = client.create_pod(
+            {**_serving("theirs"), "spec": {**_serving("x")["spec"], "nodeName": DEFAULT_NODE}}
+        )
+        user = [_serving(f"mine-{i}") for i in range(3)]  # simulate -f: the user's pods, run as written
+        sim = Simulation(
+            client,
+            builtin_mix(10, seed=2),
+            user_manifests=user,
+            duration=25.0,
+            delete_fraction=1.0,  # every pod of its own that serves or crash-loops
+            recreate=1,
+            timings=FAST,
+            manager_options={"fast_path": True},
+        )
+        result = sim.run()
+        assert result.ok, result.failures()
+        assert result.recreated == 1 and result.deleted >= 3  # it did play with its own pods
+        assert not {"theirs", "mine-0", "mine-1", "mine-2"} & set(client.deletes), client.deletes
+        still = client.get_pod("default", "theirs")
+        assert still.uid == theirs.uid and still.metadata.deletion_timestamp is None
+        for i in range(3):
+            mine = client.get_pod("default", f"mine-{i}")
+            assert mine.metadata.deletion_timestamp is None and mine.status.phase == "Running"
+            assert mine.metadata.labels[RUN_LABEL] == sim.run_id  # what tells the run's pods apart
+        assert RUN_LABEL not in (still.metadata.labels or {})
+
+
+def test_a_recreated_pod_is_counted_once_in_the_phase_table() -> None:
+    with EmbeddedApiServer() as server:
+        sim = Simulation(
+            EmbeddedClient(server),
+            builtin_mix(10, seed=4),
+            duration=25.0,
+            delete_fraction=0.3,
+            recreate=1,
+            timings=FAST,
+            manager_options={"fast_path": True},
+        )
+        result = sim.run()
+    assert result.ok, result.failures()
+    assert result.recreated == 1
+    # Every name the run created is either on the server (in a phase) or deleted: once.
+    assert sum(result.phases.values()) + result.deleted == result.pods_created == 10, (
+        result.phases,
+        result.deleted,
+    )

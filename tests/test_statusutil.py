@@ -217,7 +217,8 @@ def test_regular_init_container_next_to_a_sidecar_is_still_checked() -> None:
 # --- SPEC 4.2 step 4: lastTransitionTime ---------------------------------------------------
 
 
-def test_the_six_condition_types() -> None:
+def test_the_seven_condition_types() -> None:
+    # SPEC 4.2 step 4's six, and v1.37's AllContainersRestarting (updateStatusInternal).
     assert set(TRANSITION_TIME_CONDITIONS) == {
         "ContainersReady",
         "Ready",
@@ -225,6 +226,7 @@ def test_the_six_condition_types() -> None:
         "PodReadyToStartContainers",
         "PodScheduled",
         "DisruptionTarget",
+        "AllContainersRestarting",
     }
 
 
@@ -505,12 +507,13 @@ def test_condition_order_does_not_matter() -> None:
     assert is_pod_status_by_kubelet_equal(old, new)
 
 
-def test_kubelet_condition_only_in_old_is_equal_by_the_spec_rule() -> None:
-    # SPEC 4.2 step 7 checks the new status's kubelet conditions against the old; then the
-    # old's conditions are replaced by the new's, so an owned condition the new lacks is not seen.
+def test_kubelet_condition_only_in_old_is_not_equal() -> None:
+    # SPEC 4.2 step 7 (amended): the two must have the same set of kubelet-owned or -shared
+    # condition types, as upstream's isPodStatusByKubeletEqual counts them.
     old = _base(cond("Ready"), cond("PodScheduled"))
     new = _base(cond("PodScheduled"))
-    assert is_pod_status_by_kubelet_equal(old, new)
+    assert not is_pod_status_by_kubelet_equal(old, new)
+    assert not is_pod_status_by_kubelet_equal(new, old)
 
 
 @pytest.mark.parametrize(

@@ -515,7 +515,9 @@ class PodstatusContender(Contender):
 
     def command(self, kubeconfig: str, nodes: int) -> list[str]:
         cmd = [sys.executable, "-m", "podstatus.cli", "node", "--kubeconfig", kubeconfig]
-        cmd += ["--nodes", str(nodes), "--name", NODE_PREFIX, "--events", self.events]
+        # One node is named as given: its name then carries the -1 that node_names() expects.
+        name = NODE_PREFIX if nodes > 1 else f"{NODE_PREFIX}-1"
+        cmd += ["--nodes", str(nodes), "--name", name, "--events", self.events]
         if self.provider:
             cmd += ["--provider", self.provider]
         return cmd

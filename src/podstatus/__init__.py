@@ -4,16 +4,32 @@ The public API of SPEC section 2 is importable from here.
 """
 
 from .conditions import (
+    ALL_CONTAINERS_RESTARTING,
     CONTAINERS_NOT_INITIALIZED,
     CONTAINERS_NOT_READY,
     POD_COMPLETED,
     POD_FAILED,
+    POD_REASON_DEFERRED,
+    POD_REASON_ERROR,
+    POD_REASON_INFEASIBLE,
+    POD_RESIZE_IN_PROGRESS,
+    POD_RESIZE_PENDING,
+    POD_SANDBOX_NOT_READY,
     READINESS_GATES_NOT_READY,
+    RESTART_ALL_CONTAINERS_STARTED,
     UNKNOWN_CONTAINER_STATUSES,
+    RuntimeContainerStatus,
+    SandboxStatus,
+    all_containers_could_restart,
+    calculate_pod_condition_observed_generation,
+    calculate_pod_status_observed_generation,
+    generate_all_containers_restarting_condition,
     generate_containers_ready_condition,
     generate_pod_initialized_condition,
     generate_pod_ready_condition,
+    generate_pod_ready_to_start_containers_condition,
     need_to_reconcile_pod_readiness,
+    pod_sandbox_changed,
 )
 from .errors import (
     ApiError,
@@ -33,7 +49,15 @@ from .errors import (
     UnauthorizedError,
     UnprocessableEntityError,
 )
-from .manager import Manager, ManagerOptions, SyncRecord, new_manager
+from .manager import (
+    Manager,
+    ManagerOptions,
+    PodUpdateNotifier,
+    SetPodStatusResult,
+    SyncRecord,
+    new_manager,
+    volume_health_condition_sets_equal,
+)
 from .podmanager import BasicPodManager
 from .types import (
     Container,
@@ -56,11 +80,19 @@ from .types import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ALL_CONTAINERS_RESTARTING",
     "CONTAINERS_NOT_INITIALIZED",
     "CONTAINERS_NOT_READY",
     "POD_COMPLETED",
     "POD_FAILED",
+    "POD_REASON_DEFERRED",
+    "POD_REASON_ERROR",
+    "POD_REASON_INFEASIBLE",
+    "POD_RESIZE_IN_PROGRESS",
+    "POD_RESIZE_PENDING",
+    "POD_SANDBOX_NOT_READY",
     "READINESS_GATES_NOT_READY",
+    "RESTART_ALL_CONTAINERS_STARTED",
     "UNKNOWN_CONTAINER_STATUSES",
     "ApiError",
     "BadRequestError",
@@ -90,17 +122,28 @@ __all__ = [
     "PodReadinessGate",
     "PodSpec",
     "PodStatus",
+    "PodUpdateNotifier",
     "RequestTimeoutError",
+    "RuntimeContainerStatus",
+    "SandboxStatus",
     "ServerError",
     "ServiceUnavailableError",
+    "SetPodStatusResult",
     "SyncRecord",
     "TooManyRequestsError",
     "UnauthorizedError",
     "UnprocessableEntityError",
     "__version__",
+    "all_containers_could_restart",
+    "calculate_pod_condition_observed_generation",
+    "calculate_pod_status_observed_generation",
+    "generate_all_containers_restarting_condition",
     "generate_containers_ready_condition",
     "generate_pod_initialized_condition",
     "generate_pod_ready_condition",
+    "generate_pod_ready_to_start_containers_condition",
     "need_to_reconcile_pod_readiness",
     "new_manager",
+    "pod_sandbox_changed",
+    "volume_health_condition_sets_equal",
 ]

@@ -63,13 +63,40 @@ def build_parser() -> argparse.ArgumentParser:
         "--token",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="require a bearer token, generated and written into the kubeconfig (default: on)",
+        help="require a bearer token, written into the kubeconfig (default: on)",
     )
     serve.add_argument(
         "--tls",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="serve HTTPS with a fresh CA, written into the kubeconfig (default: on; --no-tls needs --no-token)",
+        help="serve HTTPS with the state folder's CA, written into the kubeconfig (default: on; --no-tls "
+        "needs --no-token)",
+    )
+    serve.add_argument(
+        "--state-dir",
+        default=None,
+        metavar="DIR",
+        help="keep the CA, serving key and token here, so a restarted server is the one its clients "
+        "trust (default: $XDG_STATE_HOME/podstatus/serve, else ~/.local/state/podstatus/serve)",
+    )
+    serve.add_argument(
+        "--ephemeral",
+        action="store_true",
+        help="keep nothing: a new CA and token at every start (clients re-read the rewritten kubeconfig)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=4096,
+        help="connections served at once, each on a thread; more are closed at once (default 4096)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=32.0,
+        metavar="SECONDS",
+        help="time for the TLS handshake and each request's headers, as kube-apiserver's "
+        "ReadHeaderTimeout (default 32)",
     )
     serve.add_argument(
         "--audit-log",
@@ -97,9 +124,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--pods", type=_positive_int, default=None, help=f"pods of the built-in mix (default {DEFAULT_PODS})"
     )
     sim.add_argument(
-        "-f", "--filename", action="append", default=[], help="YAML/JSON file of pods (repeatable)"
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        help="YAML/JSON file of pods (repeatable), run as written: never deleted or recreated midway",
     )
-    sim.add_argument("--kubeconfig", default=None, help="act as a virtual node of this cluster instead")
+    sim.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="act as a virtual node of this cluster instead (its pods and Node are deleted at the end)",
+    )
     sim.add_argument("--context", default=None, help="kubeconfig context")
     sim.add_argument(
         "--node",
@@ -121,11 +156,16 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
     sim.add_argument("--faults", default="", help="fault injection in the embedded server")
     sim.add_argument(
-        "--write-kubeconfig", default=None, help="write a kubeconfig for the embedded server here"
+        "--write-kubeconfig",
+        default=None,
+        help="write the embedded server's kubeconfig here (removed when the run ends and the server stops)",
     )
     sim.add_argument("--seed", type=int, default=1)
     sim.add_argument(
-        "--delete-fraction", type=float, default=0.3, help="share of long-running pods deleted midway"
+        "--delete-fraction",
+        type=float,
+        default=0.3,
+        help="share of the built-in mix's long-running pods deleted midway",
     )
     sim.add_argument("--no-progress", action="store_true", help="no live progress display")
 
@@ -140,7 +180,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .node.command import add_parser as add_node_parser
 
-    add_node_parser(sub)
+    node = add_node_parser(sub)
+    for command in (serve, sim, node):
+        # Also after the command (`podstatus node -v`), added to any given before it.
+        command.add_argument(
+            "-v",
+            "--verbose",
+            dest="sub_verbose",
+            action="count",
+            default=0,
+            help="more logging (-v info, -vv debug)",
+        )
     return parser
 
 
@@ -168,7 +218,7 @@ def tune_gc() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose)
+    _setup_logging(args.verbose + args.sub_verbose)
     if argv is None:
         # The process itself (the console script), not a caller in a process of its own making.
         tune_gc()
@@ -181,19 +231,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_node(args)
         return cmd_simulate(args)
     except (InvalidObjectError, ValueError, OSError) as err:
-        _print_error(f"[bold red]error:[/] {err}")
+        _print_error(args, "error:", err)
         return 2
     except ApiError as err:
-        _print_error(f"[bold red]API error:[/] {err}")
+        _print_error(args, "API error:", err)
         return 2
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
-def _print_error(markup: str) -> None:
+# Ctrl-C: the shell's 128 + SIGINT, as any command interrupted so.
+EXIT_INTERRUPTED = 130
+
+
+def _print_error(args: argparse.Namespace, label: str, err: BaseException) -> None:
+    if getattr(args, "log_format", "text") == "json":
+        from .node.command import say
+
+        say(f"{label} {err}", json_lines=True, error=True)
+        return
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True).print(markup)
+    # Escaped, no emoji codes: a file name or a server's message ("[a-z0-9]", ":X:") is text, not markup.
+    Console(stderr=True, soft_wrap=True, emoji=False).print(f"[bold red]{label}[/] {escape(str(err))}")
 
 
 # --- serve ------------------------------------------------------------------------------
@@ -205,19 +266,43 @@ def _make_server(
     faults: str,
     *,
     token: str | None = None,
-    tls: bool = False,
+    tls: Any = False,
     audit_log: str | None = None,
     store: Any = None,
+    **limits: Any,
 ) -> Any:
     from .server.http import EmbeddedApiServer
 
-    server = EmbeddedApiServer(host=host, port=port, token=token, tls=tls, audit_log=audit_log, store=store)
+    server = EmbeddedApiServer(
+        host=host, port=port, token=token, tls=tls, audit_log=audit_log, store=store, **limits
+    )
     if faults:
         from .server.faults import FaultPlan
 
         # Parsed before anything starts, so a bad spec is a clear error, not a half-started server.
         FaultPlan.parse(faults).install(server)
     return server
+
+
+def _allow_connections(wanted: int) -> int:
+    """Raise the descriptor limit as Go programs do at start (soft to hard); the connections
+    that fit under it, a margin kept for files and the server's own sockets."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    fits = wanted if soft == resource.RLIM_INFINITY else min(wanted, max(1, soft - 64))
+    if fits < wanted:
+        logging.getLogger(__name__).warning(
+            "at most %d connections: the descriptor limit is %d (ulimit -n)", fits, soft,
+            extra={"wanted": wanted, "limit": soft},
+        )  # fmt: skip
+    return fits
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -232,7 +317,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     tls = (args.token or not loopback) if args.tls is None else args.tls
     if args.token and not tls:
         raise ValueError("--no-tls needs --no-token: kubectl and client-go send a token only over https")
-    token = security.generate_token() if args.token else None
+    if not args.header_timeout > 0:
+        raise ValueError("--header-timeout must be positive")
+    if args.ephemeral:
+        token = security.generate_token() if args.token else None
+        material: Any = tls
+    else:
+        state_dir = Path(args.state_dir) if args.state_dir else security.default_state_dir()
+        kept = security.load_credentials(state_dir, [args.host], token=args.token, tls=tls)
+        token, material = kept.token, kept.tls
+    max_connections = _allow_connections(args.max_connections)
     if not loopback:
         # Loud on purpose: the server's whole state is open to whoever can reach it.
         how = ", ".join(
@@ -242,13 +336,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"[bold yellow]warning:[/] --host {args.host} is not a loopback address: "
             f"other machines can reach this server ({how})"
         )
-    from .server.store import Store
+    from .server.store import WATCH_CACHE_MAX_CHANGES, WATCH_CACHE_MIN_CHANGES, WATCH_CACHE_SECONDS, Store
 
-    # Watches resume from the last 75 s of changes too, as from kube-apiserver's watch cache.
-    store = Store(history_seconds=75.0, strict_status=not args.kube_like, reap_terminating=not args.kube_like)
+    # Watches resume from the window kube-apiserver's watch cache keeps; older ones get 410.
+    store = Store(history_size=WATCH_CACHE_MIN_CHANGES, history_seconds=WATCH_CACHE_SECONDS,
+                  max_history=WATCH_CACHE_MAX_CHANGES, strict_status=not args.kube_like,
+                  reap_terminating=not args.kube_like)  # fmt: skip
     server = _make_server(
-        args.host, args.port, args.faults, token=token, tls=tls, audit_log=args.audit_log, store=store
-    )
+        args.host, args.port, args.faults, token=token, tls=material, audit_log=args.audit_log, store=store,
+        max_connections=max_connections, header_timeout=args.header_timeout,
+    )  # fmt: skip
     server.start()
     # absolute(), not resolve(): resolving would follow a planted symlink to its target.
     path = Path(args.kubeconfig).absolute()
@@ -259,6 +356,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise
     console.print(f"podstatus API server listening on [bold]{server.url}[/]")
     console.print(f"kubeconfig written to [bold]{path}[/]")
+    if not args.ephemeral:
+        from rich.markup import escape
+
+        console.print(f"CA, serving key and token kept in {escape(str(state_dir))} (a restart keeps them)")
     console.print(f"try: kubectl --kubeconfig {path} get pods -o wide -w")
     stop = threading.Event()
 
@@ -278,54 +379,69 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    import shutil
+
     from rich.console import Console
     from rich.live import Live
+    from rich.markup import escape
 
     from .clients.base import RequestCounter
     from .metrics import Metrics
-    from .node.command import sync_connections
+    from .node.command import cluster_client, sync_connections
     from .simulator import Simulation, simulated_node_names
     from .workloads import builtin_mix, load_pod_files
 
-    console = Console()
+    console = Console(emoji=False)  # names and messages in it are text: ":x:" stays ":x:"
     names = simulated_node_names(args.node, args.nodes)
     # Many nodes' pod writes share one connection pool, sized to the shared sync pool.
     pool_maxsize = sync_connections(len(names))
+    # The user's pods (-f) run as written; only the built-in mix's are deleted and recreated midway.
+    user_manifests: list[dict[str, Any]] = []
     if args.filename:
-        manifests = load_pod_files(args.filename, namespace=args.namespace)
-        if args.pods:
-            manifests += builtin_mix(args.pods, namespace=args.namespace, seed=args.seed)
+        user_manifests = load_pod_files(args.filename, namespace=args.namespace)
+        manifests = builtin_mix(args.pods, namespace=args.namespace, seed=args.seed) if args.pods else []
     else:
         manifests = builtin_mix(args.pods or DEFAULT_PODS, namespace=args.namespace, seed=args.seed)
 
     metrics = Metrics() if args.metrics_port is not None else None
     counter = RequestCounter()
+    server = None
+    client: Any
+    if args.kubeconfig:
+        client = cluster_client(args.kubeconfig, args.context, requests=counter, pool_maxsize=pool_maxsize)
+        target = f"cluster from {escape(args.kubeconfig)}"
     if metrics is not None:
         counter.add_callback(metrics.count_request)
         metrics.serve(args.metrics_port)
         console.print(f"Prometheus metrics on http://127.0.0.1:{args.metrics_port}/metrics")
 
-    server = None
-    if args.kubeconfig:
-        from .clients.http import HttpKubeClient
-
-        client: Any = HttpKubeClient.from_kubeconfig(
-            args.kubeconfig, context=args.context, requests=counter, pool_maxsize=pool_maxsize
-        )
-        target = f"cluster from {args.kubeconfig}"
-    else:
+    # What this run writes for the embedded server goes when it stops: a kubeconfig left
+    # behind would point at a server that is gone.
+    written: Path | None = None
+    temp_dir: Path | None = None
+    if not args.kubeconfig:
         from .server.security import private_dir
 
         server = _make_server("127.0.0.1", 0, args.faults)
         server.start()
         # Pods need their namespace (as on a real cluster, where it is created first).
         for ns in sorted(
-            {str((m.get("metadata") or {}).get("namespace") or args.namespace) for m in manifests}
+            {
+                str((m.get("metadata") or {}).get("namespace") or args.namespace)
+                for m in [*user_manifests, *manifests]
+            }
         ):
             server.store.ensure_namespace(ns)
-        # A fresh private directory, not a predictable name in the shared temp folder.
-        kubeconfig = args.write_kubeconfig or str(private_dir("podstatus-simulate-") / "kubeconfig")
-        server.write_kubeconfig(kubeconfig)
+        try:
+            if args.write_kubeconfig:
+                written = server.write_kubeconfig(args.write_kubeconfig)
+            else:
+                # A fresh private directory, not a predictable name in the shared temp folder.
+                temp_dir = private_dir("podstatus-simulate-")
+                written = server.write_kubeconfig(temp_dir / "kubeconfig")
+        except OSError:
+            server.stop()
+            raise
         if args.in_process:
             from .clients.embedded import EmbeddedClient
 
@@ -336,19 +452,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
             client = HttpKubeClient(server.url, requests=counter, pool_maxsize=pool_maxsize)
             target = f"embedded API server at {server.url}"
-        console.print(f"kubeconfig for kubectl: [bold]{kubeconfig}[/]")
+        console.print(f"kubeconfig for kubectl, while this run lasts: [bold]{escape(str(written))}[/]")
 
     options: dict[str, Any] = {} if args.kubelet_mode else {"fast_path": True}
     if args.workers:
         options["workers"] = args.workers
     mode = "kubelet mode" if args.kubelet_mode else f"fast path, {options.get('workers', 4)} workers"
     console.print(
-        f"Simulating {_nodes_label(names, '[bold]', '[/]')} with {len(manifests)} pods against the {target} ({mode})"
+        f"Simulating {_nodes_label([escape(n) for n in names], '[bold]', '[/]')} with "
+        f"{len(manifests) + len(user_manifests)} pods against the {target} ({mode})"
     )
 
     sim = Simulation(
         client,
         manifests,
+        user_manifests=user_manifests,
         nodes=names,
         duration=args.duration,
         delete_fraction=args.delete_fraction,
@@ -358,6 +476,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         request_counter=counter,
         on_sync=metrics.observe_sync if metrics is not None else None,
     )
+
+    def _interrupted(signum: int, frame: Any) -> None:
+        # The first Ctrl-C ends the run early, with its summary; a second one ends it now.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sim.stop()
+
+    # Only the main thread may set handlers (main() called from another thread keeps Python's).
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _interrupted) if main_thread else None
+    cleaned: tuple[int, int] | None = None
     try:
         if args.no_progress or not console.is_terminal:
             last: list[str] = []
@@ -374,13 +502,32 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 sim.on_progress = lambda p: live.update(_progress_table(p))
                 result = sim.run()
     finally:
+        if args.kubeconfig:
+            # A cluster keeps what it is given: leave it as found, so the same command runs again.
+            cleaned = sim.cleanup()
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
         if server is not None:
             server.stop()
+            if temp_dir is not None:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+            elif written is not None:
+                written.unlink(missing_ok=True)
     console.print(render_summary(result, names, mode, console.width))
+    if written is not None:
+        console.print(f"The embedded server stopped: {escape(str(written))} was removed.")
+    if cleaned is not None:
+        console.print(f"Cleaned up: deleted the {cleaned[0]} pods and {cleaned[1]} Node(s) this run created.")
+    if result.interrupted:
+        console.print("[bold yellow]Interrupted:[/] the summary so far.")
+        return EXIT_INTERRUPTED
     if not result.invariants_ok:
         console.print("[bold red]An invariant was broken: see above.[/]")
     for failure in result.failures():
-        console.print(f"[bold red]FAILED:[/] {failure}")
+        console.print(f"[bold red]FAILED:[/] {escape(failure)}")
+    for reason in result.not_created[:3]:
+        # Whole, on one line: the table's cell cuts a server's message into pieces.
+        console.print(f"  never created: {escape(reason)}", soft_wrap=True)
     if not result.ok:
         return 1
     if result.node_registrations > len(names) or result.create_retries:
@@ -447,6 +594,7 @@ def _heartbeat_table(heartbeats: Sequence[Any]) -> Table:
 
 
 def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int = 120) -> Table:
+    from rich.markup import escape
     from rich.table import Table
 
     outer = Table.grid(padding=(0, 2))
@@ -457,13 +605,15 @@ def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int
         phases.add_row(phase, str(count))
     phases.add_row("deleted (gone)", str(result.deleted))
     phases.add_row("[bold]created[/]", f"[bold]{result.pods_created}[/]")
+    if getattr(result, "recreated", 0):
+        phases.add_row("  of which recreated (once each)", str(result.recreated))
     # What became of the world the run made: anything here but zeros is a failed run.
     lost_style = "bold red" if result.lost else "green"
     phases.add_row("lost (gone, not deleted)", f"[{lost_style}]{len(result.lost)}[/]")
     missing_style = "bold red" if result.not_created else "green"
     phases.add_row("never created", f"[{missing_style}]{len(result.not_created)}[/]")
     for example in [*result.lost[:3], *result.not_created[:3]]:
-        phases.add_row(f"  [red]{example}[/]", "")
+        phases.add_row(f"  [red]{escape(example)}[/]", "")
     phases.add_row("create retries", str(result.create_retries))
     if result.creates_adopted:
         phases.add_row("  of which found already created", str(result.creates_adopted))
@@ -508,7 +658,7 @@ def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int
         style = "green" if inv.violations == 0 else "bold red"
         invariants.add_row(inv.name, str(inv.checked), f"[{style}]{inv.violations}[/]")
         for example in inv.examples:
-            invariants.add_row(f"  [red]{example}[/]", "", "")
+            invariants.add_row(f"  [red]{escape(example)}[/]", "", "")
 
     tables = [phases, requests, latency, invariants]
     if result.heartbeats:
@@ -520,8 +670,14 @@ def render_summary(result: Any, node: str | Sequence[str], mode: str, width: int
         for table in tables:
             outer.add_row(table)
     wrapper = Table(
-        title=f"podstatus simulate: {_nodes_label(node)}, {mode}, {result.elapsed:.1f} s"
-        + ("" if result.settled else " (stopped at --duration before settling)"),
+        title=f"podstatus simulate: {escape(_nodes_label(node))}, {mode}, {result.elapsed:.1f} s"
+        + (
+            " (interrupted: the summary so far)"
+            if getattr(result, "interrupted", False)
+            else ""
+            if result.settled
+            else " (stopped at --duration before settling)"
+        ),
         show_header=False,
         box=None,
     )

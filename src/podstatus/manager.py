@@ -26,12 +26,18 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from . import patch as patchlib
 from .conditions import (
     CONTAINERS_READY,
+    DISRUPTION_TARGET,
     POD_READY,
+    POD_REASON_DEFERRED,
+    POD_REASON_INFEASIBLE,
+    POD_RESIZE_IN_PROGRESS,
+    POD_RESIZE_PENDING,
+    calculate_pod_status_observed_generation,
     generate_containers_ready_condition,
     generate_pod_ready_condition,
     is_terminal_phase,
@@ -58,9 +64,17 @@ from .statusutil import (
     with_container_status,
 )
 from .syncpool import SyncPool
-from .types import ContainerID, ContainerStatus, Pod, PodStatus
+from .types import ContainerID, ContainerStatus, Pod, PodCondition, PodStatus
 
-__all__ = ["Manager", "ManagerOptions", "SyncRecord", "new_manager"]
+__all__ = [
+    "Manager",
+    "ManagerOptions",
+    "PodUpdateNotifier",
+    "SetPodStatusResult",
+    "SyncRecord",
+    "new_manager",
+    "volume_health_condition_sets_equal",
+]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +101,78 @@ class _DeletionSafety(Protocol):
     def pod_resources_are_reclaimed(self, pod: Pod, status: PodStatus) -> bool: ...
 
     def pod_could_have_running_containers(self, pod: Pod) -> bool: ...
+
+
+class PodUpdateNotifier(Protocol):
+    """Told of every status the manager accepts (upstream's PodUpdateNotifier).
+
+    Called after the manager's lock is released, on the thread of the setter.
+    """
+
+    def on_pod_updated(self, pod: Pod, status: PodStatus, is_added: bool) -> None: ...
+
+    def on_pod_removed(self, pod: Pod) -> None: ...
+
+
+class SetPodStatusResult(NamedTuple):
+    """What upstream's SetPodStatus returns: the status now cached (None: none) and whether it changed."""
+
+    status: PodStatus | None
+    changed: bool
+
+
+@dataclass(frozen=True)
+class _Note:
+    pod: Pod
+    status: PodStatus
+    is_added: bool
+    pod_is_finished: bool
+
+
+@dataclass(frozen=True)
+class _ResizeConditions:
+    pending: PodCondition | None = None
+    in_progress: PodCondition | None = None
+
+    def as_list(self) -> list[PodCondition]:
+        return [c for c in (self.pending, self.in_progress) if c is not None]
+
+
+def volume_health_condition_sets_equal(a: Iterable[Any] | None, b: Iterable[Any] | None) -> bool:
+    """Whether two lists of volume health conditions hold the same (status, reason) pairs.
+
+    volumeutil.VolumeHealthConditionSetsEqual: messages and order do not count.
+    Conditions are the wire dicts (``{"status": ..., "reason": ..., "message": ...}``).
+    """
+
+    def pairs(conditions: Iterable[Any] | None) -> set[tuple[Any, Any]]:
+        return {(c.get("status") or "", c.get("reason") or "") for c in conditions or ()}
+
+    return pairs(a) == pairs(b)
+
+
+def _check_volume_health_conditions(conditions: Any) -> list[dict[str, Any]]:
+    if not isinstance(conditions, list | tuple):
+        raise InvalidObjectError(
+            f"invalid volume health at healthConditions: expected a list, got {type(conditions).__name__}",
+            path="healthConditions",
+        )
+    out: list[dict[str, Any]] = []
+    for i, c in enumerate(conditions):
+        path = f"healthConditions[{i}]"
+        if not isinstance(c, dict):
+            raise InvalidObjectError(f"invalid volume health at {path}: expected an object", path=path)
+        for key in ("status", "reason"):
+            if not isinstance(c.get(key), str) or not c.get(key):
+                raise InvalidObjectError(
+                    f"invalid volume health at {path}.{key}: Required value", path=f"{path}.{key}"
+                )
+        if c.get("message") is not None and not isinstance(c.get("message"), str):
+            raise InvalidObjectError(
+                f"invalid volume health at {path}.message: expected a string", path=f"{path}.message"
+            )
+        out.append({k: v for k, v in c.items() if v is not None})
+    return out
 
 
 @dataclass(frozen=True)
@@ -246,6 +332,12 @@ class Manager:
         self._pool_wake_at = float("inf")
         # The earliest time a change held back by the coalesce option is due (inf: none held).
         self._hold_due = float("inf")
+        # Resize conditions the manager owns (podResizeConditions), by pod UID.
+        self._resize: dict[str, _ResizeConditions] = {}
+        self._notifiers: list[PodUpdateNotifier] = []
+        # Static pods of the last pass (pod -> mirror translations): a non-full pass looks at
+        # these besides the changed ones, as their status UID may have moved (SPEC 4.4 step 3).
+        self._static_uids: frozenset[str] = frozenset()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -386,46 +478,88 @@ class Manager:
     # -- setters -----------------------------------------------------------------------
 
     def set_pod_status(self, pod: Pod, status: PodStatus) -> None:
+        self._set_pod_status(pod, status, None)
+
+    def set_pod_status_result(self, pod: Pod, status: PodStatus) -> SetPodStatusResult:
+        """:meth:`set_pod_status`, answering what upstream's SetPodStatus returns.
+
+        The status now cached for the pod (None when there is none: the change
+        was refused and nothing was cached before) and whether this call
+        changed it.
+        """
+        cached: list[PodStatus | None] = []
+        changed = self._set_pod_status(pod, status, cached)
+        return SetPodStatusResult(cached[0], changed)
+
+    def _set_pod_status(self, pod: Pod, status: PodStatus, cached: list[PodStatus | None] | None) -> bool:
         # A pod being deleted must get its final status out, even if it looks unchanged.
         force = pod.metadata.deletion_timestamp is not None
+        # The kubelet reports which generation of the pod it has seen (KEP-5067).
+        generation = calculate_pod_status_observed_generation(pod)
+        if type(status) is PodStatus and status.observed_generation != generation:
+            status = status.replace(observed_generation=generation)
+        notes: list[_Note] | None = [] if self._notifiers else None
         with self._lock:
-            self._update_status(pod, status, force, pod_is_finished=False)
+            changed = self._update_status(pod, status, force, pod_is_finished=False, notes=notes)
+            if cached is not None:
+                entry = self._statuses.get(pod.uid)
+                cached.append(entry.status if entry is not None else None)
+        if notes:
+            self._send_notes(notes)
+        return changed
 
     def set_container_readiness(self, pod_uid: str, container_id: str | ContainerID, ready: bool) -> None:
+        notes: list[_Note] | None = [] if self._notifiers else None
         with self._lock:
-            found = self._locate_container(pod_uid, str(container_id), "readiness")
-            if found is None:
-                return
-            pod, entry, where, cs = found
-            if cs.ready == ready:
-                _log(
-                    logging.DEBUG, "Container readiness unchanged", **_fields(pod.key(), pod.uid, ready=ready)
-                )
-                return
-            status = with_container_status(entry.status, where, cs.replace(ready=ready))
-            every = [*(status.init_container_statuses or ()), *(status.container_statuses or ())]
-            phase = status.phase or ""
-            conditions = status.conditions or ()
-            conditions = _update_condition(
-                conditions, generate_pod_ready_condition(pod.spec, conditions, every, phase)
-            )
-            conditions = _update_condition(
-                conditions, generate_containers_ready_condition(pod.spec, every, phase)
-            )
-            self._update_status(pod, status.replace(conditions=conditions), False, pod_is_finished=False)
+            self._set_container_readiness(pod_uid, container_id, ready, notes)
+        self._send_notes(notes)
+
+    def _set_container_readiness(
+        self, pod_uid: str, container_id: str | ContainerID, ready: bool, notes: list[_Note] | None
+    ) -> None:
+        found = self._locate_container(pod_uid, str(container_id), "readiness")
+        if found is None:
+            return
+        pod, entry, where, cs = found
+        if cs.ready == ready:
+            _log(logging.DEBUG, "Container readiness unchanged", **_fields(pod.key(), pod.uid, ready=ready))
+            return
+        status = with_container_status(entry.status, where, cs.replace(ready=ready))
+        every = [*(status.init_container_statuses or ()), *(status.container_statuses or ())]
+        phase = status.phase or ""
+        conditions = status.conditions or ()
+        old = entry.status
+        conditions = _update_condition(
+            conditions,
+            generate_pod_ready_condition(pod.spec, conditions, every, phase, pod=pod, old_status=old),
+        )
+        conditions = _update_condition(
+            conditions,
+            generate_containers_ready_condition(pod.spec, every, phase, pod=pod, old_status=old),
+        )
+        self._update_status(
+            pod, status.replace(conditions=conditions), False, pod_is_finished=False, notes=notes
+        )
 
     def set_container_startup(self, pod_uid: str, container_id: str | ContainerID, started: bool) -> None:
+        notes: list[_Note] | None = [] if self._notifiers else None
         with self._lock:
-            found = self._locate_container(pod_uid, str(container_id), "startup")
-            if found is None:
-                return
-            pod, entry, where, cs = found
-            # An unset ``started`` differs from both True and False.
-            if cs.started is not None and cs.started == started:
-                _log(logging.DEBUG, "Container startup unchanged", **_fields(pod.key(), pod.uid))
-                return
-            status = with_container_status(entry.status, where, cs.replace(started=started))
-            self._update_status(pod, status, False, pod_is_finished=False)
+            self._set_container_startup(pod_uid, container_id, started, notes)
+        self._send_notes(notes)
+
+    def _set_container_startup(
+        self, pod_uid: str, container_id: str | ContainerID, started: bool, notes: list[_Note] | None
+    ) -> None:
+        found = self._locate_container(pod_uid, str(container_id), "startup")
+        if found is None:
+            return
+        pod, entry, where, cs = found
+        # An unset ``started`` differs from both True and False.
+        if cs.started is not None and cs.started == started:
+            _log(logging.DEBUG, "Container startup unchanged", **_fields(pod.key(), pod.uid))
+            return
+        status = with_container_status(entry.status, where, cs.replace(started=started))
+        self._update_status(pod, status, False, pod_is_finished=False, notes=notes)
 
     def _locate_container(
         self, pod_uid: str, cid: str, what: str
@@ -454,6 +588,7 @@ class Manager:
         return pod, entry, where, getattr(entry.status, where[0])[where[1]]
 
     def terminate_pod(self, pod: Pod) -> None:
+        notes: list[_Note] | None = [] if self._notifiers else None
         with self._lock:
             entry = self._statuses.get(pod.uid)
             base = entry.status if entry is not None else pod.status
@@ -464,7 +599,8 @@ class Manager:
                     **_fields(pod.key(), pod.uid),
                 )
             status = terminated_status(pod, base, is_static=is_static_pod(pod))
-            self._update_status(pod, status, True, pod_is_finished=True)
+            self._update_status(pod, status, True, pod_is_finished=True, notes=notes)
+        self._send_notes(notes)
 
     def remove_orphaned_statuses(self, pod_uids: Collection[str] | Iterable[str]) -> None:
         keep: Collection[str] = pod_uids if isinstance(pod_uids, set | frozenset | dict) else set(pod_uids)
@@ -474,6 +610,7 @@ class Manager:
                 self._sync_state.pop(uid, None)
                 self._dirty.pop(uid, None)
                 self._consistent.pop(uid, None)
+                self._resize.pop(uid, None)
                 _log(
                     logging.DEBUG,
                     "Removing pod from status map",
@@ -482,7 +619,15 @@ class Manager:
 
     # -- accepting a status (SPEC 4.2) -------------------------------------------------
 
-    def _update_status(self, pod: Pod, status: PodStatus, force: bool, *, pod_is_finished: bool) -> bool:
+    def _update_status(
+        self,
+        pod: Pod,
+        status: PodStatus,
+        force: bool,
+        *,
+        pod_is_finished: bool,
+        notes: list[_Note] | None = None,
+    ) -> bool:
         uid = pod.uid
         entry = self._statuses.get(uid)
         if entry is not None and not force and (status is entry.status or status == entry.status):
@@ -520,14 +665,24 @@ class Manager:
         now = self._now()
         status = update_last_transition_times(old, status, now)
         if old.start_time is not None:
-            start = old.start_time
+            # Normalised after it is copied: the old status may be a pod object's, with
+            # sub-second times the server would cut (upstream normalises after copying).
+            start = normalize_time(old.start_time)
         elif status.start_time is not None:
             start = status.start_time
         else:
             start = now
+        changes: dict[str, Any] = {}
         if start != status.start_time:
-            status = status.replace(start_time=start)
-        # The old start time and "now" are normal already; a new one was normalised above.
+            changes["start_time"] = start
+        # Volume health is set on its own (set_pod_volume_health): a status without it keeps it.
+        if old.volume_health and not status.volume_health:
+            changes["volume_health"] = old.volume_health
+        # Never report an older generation than the one reported (no needless patches).
+        if (old.observed_generation or 0) > (status.observed_generation or 0):
+            changes["observed_generation"] = old.observed_generation
+        if changes:
+            status = status.replace(**changes)
 
         if entry is not None and not force and is_pod_status_by_kubelet_equal(entry.status, status):
             if log.isEnabledFor(logging.DEBUG):
@@ -557,7 +712,229 @@ class Manager:
         if log.isEnabledFor(logging.DEBUG):
             _log(logging.DEBUG, "Pod status accepted", **_fields(pod.key(), uid, version, phase=status.phase))
         self._notify(uid)
+        if notes is not None:
+            notes.append(
+                _Note(
+                    pod=pod.replace(status=status),
+                    status=status,
+                    is_added=entry is None and pod.metadata.deletion_timestamp is None,
+                    pod_is_finished=pod_is_finished,
+                )
+            )
         return True
+
+    # -- notifiers, volume health, resize conditions (v1.37) --------------------------------
+
+    def add_pod_update_notifier(self, notifier: PodUpdateNotifier) -> None:
+        """Tell ``notifier`` of every status accepted from now on (AddPodUpdateNotifier).
+
+        ``on_pod_removed(pod)`` for the status of a finished pod (terminate_pod),
+        ``on_pod_updated(pod, status, is_added)`` for any other; ``is_added``
+        when the pod had no cached status and is not being deleted.
+        """
+        with self._lock:
+            self._notifiers = [*self._notifiers, notifier]
+
+    def _send_notes(self, notes: list[_Note] | None) -> None:
+        if not notes:
+            return
+        for note in notes:
+            for notifier in self._notifiers:
+                try:
+                    if note.pod_is_finished:
+                        notifier.on_pod_removed(note.pod)
+                    else:
+                        notifier.on_pod_updated(note.pod, note.status, note.is_added)
+                except Exception:
+                    log.exception("Pod update notifier failed podUID=%s", note.pod.uid)
+
+    def set_pod_volume_health(self, pod_uid: str, volume_name: str, conditions: Iterable[Any]) -> bool:
+        """Cache the health of one of the pod's volumes (SetPodVolumeHealth); True when the status changed.
+
+        ``conditions`` is the whole set for that volume, as wire dicts
+        (``{"status": "Degraded", "reason": "...", "message": "..."}``); empty
+        means healthy. Only a change of the (status, reason) pairs is a change:
+        a new message alone is not written.
+        """
+        # Any iterable of conditions will do, but not a string or a single object.
+        given: Any = conditions
+        if not isinstance(given, list | tuple | str | bytes | dict) and isinstance(given, Iterable):
+            given = list(given)
+        checked = _check_volume_health_conditions(given)
+        notes: list[_Note] | None = [] if self._notifiers else None
+        with self._lock:
+            changed = self._set_pod_volume_health(pod_uid, volume_name, checked, notes)
+        self._send_notes(notes)
+        return changed
+
+    def _set_pod_volume_health(
+        self, pod_uid: str, volume_name: str, conditions: list[dict[str, Any]], notes: list[_Note] | None
+    ) -> bool:
+        pod = self._pods.get_pod_by_uid(pod_uid)
+        if pod is None:
+            _log(logging.DEBUG, "Pod has been deleted, no need to update volume health", podUID=pod_uid)
+            return False
+        entry = self._statuses.get(pod.uid)
+        if entry is None:
+            _log(
+                logging.INFO,
+                "Volume health changed before pod has synced",
+                **_fields(pod.key(), pod.uid, volumeName=volume_name),
+            )
+            return False
+        entries = list(entry.status.volume_health or ())
+        index = next(
+            (i for i, v in enumerate(entries) if isinstance(v, dict) and v.get("name") == volume_name), -1
+        )
+        existing = entries[index].get("healthConditions") if index >= 0 else None
+        if volume_health_condition_sets_equal(existing, conditions):
+            _log(
+                logging.DEBUG,
+                "Volume health unchanged",
+                **_fields(pod.key(), pod.uid, volumeName=volume_name),
+            )
+            return False
+        stamp = self._now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        health: dict[str, Any] = {"name": volume_name}
+        if conditions:
+            health["healthConditions"] = conditions
+        health["lastTransitionTime"] = stamp
+        if index >= 0:
+            entries[index] = health
+        else:
+            entries.append(health)
+        status = entry.status.replace(volume_health=entries)
+        return self._update_status(pod, status, False, pod_is_finished=False, notes=notes)
+
+    def get_pod_resize_conditions(self, pod_uid: str) -> list[PodCondition]:
+        """The pod's cached resize conditions: ``PodResizePending``, then ``PodResizeInProgress``, when set."""
+        with self._lock:
+            held = self._resize.get(pod_uid)
+            return held.as_list() if held is not None else []
+
+    def set_pod_resize_pending_condition(
+        self, pod_uid: str, reason: str, message: str = "", observed_generation: int = 0
+    ) -> bool:
+        """Cache ``PodResizePending`` (SetPodResizePendingCondition).
+
+        Any reason but ``Infeasible`` is ``Deferred``. True when the condition
+        is new or its reason or observedGeneration changed.
+        """
+        if reason != POD_REASON_INFEASIBLE:
+            reason = POD_REASON_DEFERRED
+        with self._lock:
+            held = self._resize.get(pod_uid) or _ResizeConditions()
+            previous = held.pending
+            self._resize[pod_uid] = replace(
+                held,
+                pending=self._resize_condition(
+                    POD_RESIZE_PENDING, previous, reason, message, observed_generation
+                ),
+            )
+        if previous is None:
+            return True
+        return (previous.reason or "") != reason or (previous.observed_generation or 0) != observed_generation
+
+    def set_pod_resize_in_progress_condition(
+        self, pod_uid: str, reason: str = "", message: str = "", observed_generation: int = 0
+    ) -> tuple[int, bool]:
+        """Cache ``PodResizeInProgress`` (SetPodResizeInProgressCondition).
+
+        An existing condition keeps its observedGeneration (clear it first to
+        change that), and its reason and message when both given are empty.
+        Returns the condition's observedGeneration and whether it changed
+        (times aside).
+        """
+        with self._lock:
+            held = self._resize.get(pod_uid) or _ResizeConditions()
+            previous = held.in_progress
+            if previous is not None:
+                if not reason and not message:
+                    reason, message = previous.reason or "", previous.message or ""
+                observed_generation = previous.observed_generation or 0
+            condition = self._resize_condition(
+                POD_RESIZE_IN_PROGRESS, previous, reason, message, observed_generation
+            )
+            self._resize[pod_uid] = replace(held, in_progress=condition)
+        if previous is None:
+            return observed_generation, True
+        same = previous.replace(last_probe_time=None, last_transition_time=None) == condition.replace(
+            last_probe_time=None, last_transition_time=None
+        )
+        return observed_generation, not same
+
+    def clear_pod_resize_pending_condition(self, pod_uid: str, resolution: str = "") -> None:
+        """Drop ``PodResizePending`` (ClearPodResizePendingCondition); ``resolution`` is logged."""
+        with self._lock:
+            held = self._resize.get(pod_uid)
+            if held is None or held.pending is None:
+                return
+            self._resize[pod_uid] = replace(held, pending=None)
+        _log(logging.DEBUG, "Pod resize no longer pending", podUID=pod_uid, resolution=resolution)
+
+    def clear_pod_resize_in_progress_condition(self, pod_uid: str) -> tuple[int, bool]:
+        """Drop ``PodResizeInProgress``; its observedGeneration and True, or (0, False) when there was none."""
+        with self._lock:
+            held = self._resize.get(pod_uid)
+            if held is None or held.in_progress is None:
+                return 0, False
+            self._resize[pod_uid] = replace(held, in_progress=None)
+            return held.in_progress.observed_generation or 0, True
+
+    def is_pod_resize_deferred(self, pod_uid: str) -> bool:
+        with self._lock:
+            held = self._resize.get(pod_uid)
+            return (
+                held is not None and held.pending is not None and held.pending.reason == POD_REASON_DEFERRED
+            )
+
+    def is_pod_resize_infeasible(self, pod_uid: str) -> bool:
+        with self._lock:
+            held = self._resize.get(pod_uid)
+            return (
+                held is not None and held.pending is not None and held.pending.reason == POD_REASON_INFEASIBLE
+            )
+
+    def backfill_pod_resize_conditions(self, pods: Iterable[Pod]) -> None:
+        """Take the resize conditions the pods' statuses carry into the cache (BackfillPodResizeConditions).
+
+        A node agent that restarts calls it with the pods it finds, so a resize
+        in progress or pending is neither lost nor written anew. The times start afresh.
+        """
+        with self._lock:
+            for pod in pods:
+                for c in pod.status.conditions or ():
+                    if c.type not in (POD_RESIZE_PENDING, POD_RESIZE_IN_PROGRESS):
+                        continue
+                    condition = self._resize_condition(
+                        c.type, None, c.reason or "", c.message or "", c.observed_generation or 0
+                    )
+                    held = self._resize.get(pod.uid) or _ResizeConditions()
+                    if c.type == POD_RESIZE_PENDING:
+                        self._resize[pod.uid] = replace(held, pending=condition)
+                    else:
+                        self._resize[pod.uid] = replace(held, in_progress=condition)
+
+    def _resize_condition(
+        self,
+        condition_type: str,
+        old: PodCondition | None,
+        reason: str,
+        message: str,
+        observed_generation: int,
+    ) -> PodCondition:
+        # updatedPodResizeCondition: probed now; the transition time moves with the reason.
+        now = self._now()
+        moved = old is None or (old.reason or "") != reason
+        return PodCondition(
+            type=condition_type,
+            status="True",
+            observed_generation=observed_generation or None,
+            last_probe_time=now,
+            last_transition_time=now if moved or old is None else old.last_transition_time,
+            reason=reason or None,
+            message=message or None,
+        )
 
     def _now(self) -> datetime:
         # Times the manager sets are normal too: whole seconds, UTC.
@@ -785,8 +1162,16 @@ class Manager:
             if all:
                 candidates = list(self._statuses.items())
             else:
-                candidates = [(u, self._statuses[u]) for u in self._dirty if u in self._statuses]
+                # Every cached status newer than the server's (SPEC 4.4 step 3). A pod's version
+                # only gets ahead by a change (which marks it dirty) or, for a static pod, when its
+                # mirror pod's UID moves: so the changed pods and the static pods (of this pass's
+                # translations and the last one's) are all there is to look at.
+                statuses = self._statuses
+                static = self._static_uids.union(pod_to_mirror)
+                candidates = [(u, statuses[u]) for u in self._dirty if u in statuses]
+                candidates += [(u, statuses[u]) for u in static if u in statuses and u not in self._dirty]
                 self._dirty.clear()
+            self._static_uids = frozenset(pod_to_mirror)
             for uid, entry in candidates:
                 status_uid = uid
                 mirror_uid = pod_to_mirror.get(uid)
@@ -1016,12 +1401,21 @@ class Manager:
                 self._delete_status(uid)
                 return True
 
+            could_run = bool(self._safety.pod_could_have_running_containers(pod))
             merged = merge_pod_status(
                 pod.status,
                 entry.status,
-                bool(self._safety.pod_could_have_running_containers(pod)),
+                could_run,
                 self._now(),
+                generation=pod.metadata.generation or None,
             )
+            if (
+                not could_run
+                and is_terminal_phase(entry.status.phase)
+                and not is_terminal_phase(pod.status.phase)
+            ):
+                # The merge took the cached DisruptionTarget (SPEC 4.7).
+                self._keep_merged_disruption_time(uid, entry, merged)
             patch = patchlib.diff_pod_status(pod.status.to_dict(), merged.to_dict(), pod.uid)
             patched = False
             if patchlib.has_changes(patch):
@@ -1136,6 +1530,34 @@ class Manager:
                 log.exception("on_sync observer failed")
         return True
 
+    def _keep_merged_disruption_time(self, uid: str, entry: _Entry, merged: PodStatus) -> None:
+        """The cached DisruptionTarget takes the transition time the merge gave it.
+
+        Upstream's mergePodStatus sets that time on the condition the cache itself
+        holds (the status it syncs shares the cache's condition list), so the cached
+        status, and every later status built from it, carries the time the server
+        got. Only the version that was synced: a newer one is a copy upstream too.
+        """
+        cached = get_condition(entry.status.conditions, DISRUPTION_TARGET)
+        if cached is None:
+            return
+        sent = get_condition(merged.conditions, DISRUPTION_TARGET)
+        if (
+            sent is None
+            or sent.last_transition_time == cached.last_transition_time
+            or sent.status != cached.status
+        ):
+            return
+        with self._lock:
+            current = self._statuses.get(uid)
+            if current is None or current.version != entry.version:
+                return
+            conditions = tuple(
+                c.replace(last_transition_time=sent.last_transition_time) if c is cached else c
+                for c in current.status.conditions or ()
+            )
+            current.status = current.status.replace(conditions=conditions)
+
     def _newest_known_pod(self, uid: str, cached_pod: Pod) -> Pod | None:
         """The newest copy of the pod we know of, to write from; None when a GET must tell.
 
@@ -1177,6 +1599,7 @@ class Manager:
 
     def _delete_status(self, uid: str) -> None:
         with self._lock:
+            self._resize.pop(uid, None)
             self._statuses.pop(uid, None)
             self._sync_state.pop(uid, None)
             self._dirty.pop(uid, None)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import random
+import secrets
 import threading
 import time
 from collections import Counter
@@ -54,6 +55,7 @@ from .statusutil import check_container_state_transition
 from .types import Pod
 
 __all__ = [
+    "RUN_LABEL",
     "CheckedClient",
     "Invariant",
     "InvariantChecker",
@@ -297,6 +299,10 @@ class CheckedClient:
 
 DEFAULT_NODE = "podstatus-node-1"
 
+# Set on every pod a run creates, its value the run's id: the run deletes, recreates and cleans
+# up only pods that carry its own (never a user's pod bound to the same node, nor another run's).
+RUN_LABEL = "podstatus.io/simulation"
+
 
 def simulated_node_names(base: str | None, count: int) -> list[str]:
     """The nodes of a run: one is ``base`` as given (default ``podstatus-node-1``); N are
@@ -346,6 +352,8 @@ class SimulationResult:
     node_checks: int = 0  # GETs of the Node made to notice it vanished
     final_state_known: bool = True  # the final list of the node's pods succeeded
     heartbeats: list[NodeHeartbeat] = field(default_factory=list)  # one per node, in node order
+    interrupted: bool = False  # stop() (Ctrl-C) ended the run early: the summary so far
+    recreated: int = 0  # pods deleted and created again under their name (counted once, as the new one)
 
     @property
     def invariants_ok(self) -> bool:
@@ -387,6 +395,10 @@ class Simulation:
     share a runtime and one pod watch, as ``podstatus node --nodes N`` does; the pods are
     placed on them in turn. ``agent_options`` go to every :class:`podstatus.node.NodeAgent`
     (intervals, say).
+
+    ``manifests`` are the simulation's own: some are deleted midway and one is recreated.
+    ``user_manifests`` (``simulate -f``) run as written: created, watched and counted, never
+    deleted or recreated by the run. Every pod created carries :data:`RUN_LABEL`.
     """
 
     def __init__(
@@ -410,6 +422,7 @@ class Simulation:
         create_backoff_max: float = 2.0,
         events: str = "all",
         agent_options: Mapping[str, Any] | None = None,
+        user_manifests: Sequence[dict[str, Any]] = (),
     ) -> None:
         self.node_names = list(nodes) if nodes is not None else [node_name]
         if not self.node_names:
@@ -423,7 +436,10 @@ class Simulation:
         self.create_backoff_max = create_backoff_max
         self.raw_client = client
         self.client = CheckedClient(client, self.checker)
-        self.manifests = manifests
+        self.run_id = secrets.token_hex(4)
+        # The user's pods first (as given), then the simulation's own; the latter may be played with.
+        self.manifests = [*user_manifests, *manifests]
+        self._playable = [False] * len(user_manifests) + [True] * len(manifests)
         self.node_name = self.node_names[0]
         self.duration = duration
         self.delete_fraction = delete_fraction
@@ -477,8 +493,16 @@ class Simulation:
         self._watch_errors_seen = 0
         self._gates_set: set[str] = set()
         self._victims: set[str] = set()
+        self._played_uids: set[str] = set()  # created from the simulation's own manifests
+        self._replaced: set[str] = set()  # UIDs deleted and recreated under the same name
         # Status writes of the outside controller (readiness gates), not the node's.
         self.controller_writes = 0
+        self._interrupt = threading.Event()
+        self._registered: list[str] = []  # the nodes this run registered (not found there)
+
+    def stop(self) -> None:
+        """End :meth:`run` early (Ctrl-C): it stops creating and waiting and returns what it has."""
+        self._interrupt.set()
 
     def _on_sync(self, record: SyncRecord) -> None:
         if record.patched and record.changed_at is not None:
@@ -496,15 +520,22 @@ class Simulation:
         for i, manifest in enumerate(self.manifests):
             manifest = msgspec.json.decode(msgspec.json.encode(manifest))
             manifest.setdefault("spec", {})["nodeName"] = self.node_names[i % len(self.node_names)]
+            meta = manifest.setdefault("metadata", {})
+            meta["labels"] = {**(meta.get("labels") or {}), RUN_LABEL: self.run_id}
+            if self._interrupt.is_set():
+                self._not_created.append(f"{_manifest_key(manifest)}: interrupted before its turn")
+                continue
             if time.monotonic() > deadline:
                 self._not_created.append(f"{_manifest_key(manifest)}: --duration ended before its turn")
                 continue
             target = start + spread * i / max(1, len(self.manifests))
             delay = target - time.monotonic()
             if delay > 0:
-                time.sleep(delay)
+                self._interrupt.wait(delay)
             self._check_node()
             pod = self._create(manifest, deadline)
+            if pod is not None and self._playable[i]:
+                self._played_uids.add(pod.uid)
             if pod is not None and self.on_progress is not None and i % 10 == 0:
                 self.on_progress(self.progress())
 
@@ -537,7 +568,9 @@ class Simulation:
                 self.create_retries += 1
                 self._check_node(force=True)
                 log.info("create pod=%s attempt=%d failed, retrying in %.2fs: %s", key, attempt, wait, err)
-                time.sleep(min(wait, max(0.0, deadline - time.monotonic())))
+                if self._interrupt.wait(min(wait, max(0.0, deadline - time.monotonic()))):
+                    self._not_created.append(f"{key}: {err} (interrupted after {attempt} attempts)")
+                    return None
                 continue
             self._record_created(pod)
             return pod
@@ -548,9 +581,10 @@ class Simulation:
             pod: Pod = self.raw_client.get_pod(meta.get("namespace") or "default", meta.get("name") or "")
         except ApiError:
             return None
-        # Ours only if it is on its node and nobody else made it (no other copy of ours has this name).
+        # Ours only if it is on its node, carries this run's label, and no other copy of ours has this name.
         if (
             pod.spec.node_name != (manifest.get("spec") or {}).get("nodeName")
+            or (pod.metadata.labels or {}).get(RUN_LABEL) != self.run_id
             or pod.uid in self._created_uids
         ):
             return None
@@ -680,9 +714,16 @@ class Simulation:
                 log.info("readiness gate controller: %s", err)
                 self._gates_set.discard(pod.uid)
 
+    def _ours_to_play(self, sim: SimPod) -> bool:
+        """Created by this run from its own manifests: never a user's pod (-f, or bound by hand)."""
+        labels = sim.pod.metadata.labels or {}
+        return labels.get(RUN_LABEL) == self.run_id and sim.uid in self._played_uids
+
     def _delete_some(self) -> int:
         victims = [
-            s for s in self._sims() if s.behaviour in ("serve", "crash") and not s.deleting and s.pod.name
+            s
+            for s in self._sims()
+            if s.behaviour in ("serve", "crash") and not s.deleting and s.pod.name and self._ours_to_play(s)
         ]
         self.rng.shuffle(victims)
         count = max(1, int(len(victims) * self.delete_fraction)) if victims else 0
@@ -699,7 +740,9 @@ class Simulation:
 
     def _recreate_some(self) -> None:
         """Delete a pod at once and create it again under the same name: a new UID, same key."""
-        candidates = [s for s in self._sims() if s.behaviour == "serve" and not s.deleting]
+        candidates = [
+            s for s in self._sims() if s.behaviour == "serve" and not s.deleting and self._ours_to_play(s)
+        ]
         for sim in candidates[: self.recreate]:
             pod = sim.pod
             try:
@@ -720,6 +763,8 @@ class Simulation:
                 new = self._create(manifest, time.monotonic() + 10.0)
                 if new is None:
                     continue
+                self._replaced.add(pod.uid)
+                self._played_uids.add(new.uid)
                 log.info("recreated %s: UID %s -> %s", pod.key(), pod.uid, new.uid)
             except ApiError as err:
                 log.info("recreate %s: %s", pod.key(), err)
@@ -733,7 +778,7 @@ class Simulation:
             "running": phases.get("Running", 0),
             "succeeded": phases.get("Succeeded", 0),
             "failed": phases.get("Failed", 0),
-            "deleted": len(deleted_uids & self._deleted_by_us),
+            "deleted": len((deleted_uids & self._deleted_by_us) - self._replaced),
             "lost": len((deleted_uids - self._deleted_by_us) & self._created_uids.keys()),
             "pending_sync": self._pending_sync(),
             "synced": len(self._latencies),
@@ -762,6 +807,7 @@ class Simulation:
         for agent in self.agents:
             agent.register_node()
         self.node_registrations = len(self.agents)
+        self._note_new_nodes()
         self._node_checked_at = time.monotonic()
         self._start_agents()
         try:
@@ -769,8 +815,9 @@ class Simulation:
             deleted_at = start + max(self.duration * 0.35, min(12.0, self.duration * 0.6))
             did_delete = False
             settled = False
-            while time.monotonic() < deadline:
-                time.sleep(0.2)
+            while time.monotonic() < deadline and not self._interrupt.is_set():
+                if self._interrupt.wait(0.2):
+                    break
                 self._check_node()
                 self._set_gates()
                 if not did_delete and time.monotonic() >= deleted_at:
@@ -827,7 +874,8 @@ class Simulation:
         return SimulationResult(
             pods_created=len(self._created),  # names: a pod re-created under its name counts once
             phases=dict(phases),
-            deleted=len(self._deleted_by_us & deleted_uids),
+            # A recreated pod is counted once, as the new copy (its name is on the server).
+            deleted=len((self._deleted_by_us & deleted_uids) - self._replaced),
             requests=requests,
             status_changes=len(self._latencies),
             latencies=list(self._latencies),
@@ -844,7 +892,60 @@ class Simulation:
             node_checks=self.node_checks,
             final_state_known=on_server is not None,
             heartbeats=heartbeats,
+            interrupted=self._interrupt.is_set(),
+            recreated=len(self._replaced),
         )
+
+    def _note_new_nodes(self) -> None:
+        """Remember the Nodes not on the server yet: the run registers them, :meth:`cleanup` removes them."""
+        get_node = getattr(self.raw_client, "get_node", None)
+        if get_node is None:
+            return
+        for name in self.node_names:
+            try:
+                get_node(name)
+            except NotFoundError:
+                self._registered.append(name)
+            except ApiError as err:
+                log.info("node=%s: could not tell whether it exists: %s", name, err)
+
+    def cleanup(self) -> tuple[int, int]:
+        """Delete what the run created on the server (after :meth:`run`): its pods, then its Nodes.
+
+        Only pods carrying this run's :data:`RUN_LABEL` and a UID it created, and only Nodes
+        that were not there before: a cluster is left as the run found it, and the same
+        command runs again. Returns (pods, nodes) deleted; failures are logged.
+        """
+        pods_deleted = 0
+        try:
+            pods, _ = self.raw_client.list_pods(label_selector=f"{RUN_LABEL}={self.run_id}")
+        except ApiError as err:
+            log.warning("cleanup: listing this run's pods failed: %s", err)
+            pods = []
+        for pod in pods:
+            if pod.uid not in self._created_uids:
+                continue
+            try:
+                self.raw_client.delete_pod(pod.namespace, pod.name, grace_period_seconds=0, uid=pod.uid)
+                pods_deleted += 1
+            except NotFoundError:
+                pods_deleted += 1  # gone meanwhile
+            except ApiError as err:
+                log.warning("cleanup: deleting pod=%s failed: %s", pod.key(), err)
+        nodes_deleted = 0
+        delete_node = getattr(self.raw_client, "delete_node", None)
+        for name in self._registered:
+            if delete_node is None:
+                break
+            try:
+                delete_node(name)  # its Lease goes with it (it names the Node as its owner)
+                nodes_deleted += 1
+            except NotFoundError:
+                pass
+            except ApiError as err:
+                log.warning("cleanup: deleting node=%s failed: %s", name, err)
+        log.info("cleanup: pods=%d nodes=%d", pods_deleted, nodes_deleted)
+        return pods_deleted, nodes_deleted
 
 
 def _manifest_key(manifest: dict[str, Any]) -> str:

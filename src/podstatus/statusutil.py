@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from .conditions import (
+    ALL_CONTAINERS_RESTARTING,
     CONTAINERS_READY,
     DISRUPTION_TARGET,
     POD_COMPLETED,
@@ -25,6 +26,8 @@ from .conditions import (
     POD_READY,
     POD_READY_TO_START_CONTAINERS,
     POD_SCHEDULED,
+    all_containers_could_restart,
+    container_should_restart,
     get_condition,
     is_kubelet_owned,
     is_kubelet_shared,
@@ -51,7 +54,8 @@ from .types import (
 # The kubelet's kubecontainer.MaxPodTerminationMessageLogLength.
 MAX_POD_TERMINATION_MESSAGE_LOG_LENGTH = 1024 * 12
 
-# Conditions whose lastTransitionTime the manager owns (SPEC 4.2 step 4).
+# Conditions whose lastTransitionTime the manager owns (SPEC 4.2 step 4; v1.37 adds
+# AllContainersRestarting).
 TRANSITION_TIME_CONDITIONS = (
     CONTAINERS_READY,
     POD_READY,
@@ -59,6 +63,7 @@ TRANSITION_TIME_CONDITIONS = (
     POD_READY_TO_START_CONTAINERS,
     POD_SCHEDULED,
     DISRUPTION_TARGET,
+    ALL_CONTAINERS_RESTARTING,
 )
 
 # The API's int32 fields: a larger number is refused by the server (400), so refuse it here.
@@ -242,8 +247,10 @@ def _looks_valid(status: Any, known: PodStatus | None) -> bool:
     if status is known:
         return True
     start = status.start_time
+    generation = status.observed_generation
     if not (
-        _is_opt_str(status.phase)
+        (generation is None or type(generation) is int)
+        and _is_opt_str(status.phase)
         and _is_opt_str(status.message)
         and _is_opt_str(status.reason)
         and _is_opt_str(status.pod_ip)
@@ -263,8 +270,10 @@ def _looks_valid(status: Any, known: PodStatus | None) -> bool:
             if type(c) is not PodCondition:
                 return False
             ctype, cstatus, t1, t2 = c.type, c.status, c.last_transition_time, c.last_probe_time
+            cgen = c.observed_generation
             if (
-                type(ctype) is not str
+                (cgen is not None and type(cgen) is not int)
+                or type(ctype) is not str
                 or not ctype
                 or type(cstatus) is not str
                 or cstatus not in VALID_CONDITION_STATUSES
@@ -299,6 +308,12 @@ def _validate_status(status: Any, known: PodStatus | None) -> None:
         raise InvalidObjectError(f"expected a PodStatus, got {type(status).__name__}", path="status")
     if status is known:
         return
+    if status.observed_generation is not None and (
+        not isinstance(status.observed_generation, int) or isinstance(status.observed_generation, bool)
+    ):
+        raise _bad(
+            "status.observedGeneration", f"expected an int, got {type(status.observed_generation).__name__}"
+        )
     _check_opt(status.phase, str, "status.phase")
     _check_opt(status.message, str, "status.message")
     _check_opt(status.reason, str, "status.reason")
@@ -325,6 +340,10 @@ def _validate_status(status: Any, known: PodStatus | None) -> None:
                 )
             _check_opt(c.reason, str, f"{path}.reason")
             _check_opt(c.message, str, f"{path}.message")
+            if c.observed_generation is not None and (
+                not isinstance(c.observed_generation, int) or isinstance(c.observed_generation, bool)
+            ):
+                raise _bad(f"{path}.observedGeneration", "expected an int")
             _check_time(c.last_transition_time, f"{path}.lastTransitionTime")
             _check_time(c.last_probe_time, f"{path}.lastProbeTime")
     for attr, cls in (("pod_ips", PodIP), ("host_ips", HostIP)):
@@ -486,11 +505,11 @@ def normalize_status(spec: PodSpec, status: PodStatus, known: PodStatus | None =
         init = _sorted_by_spec(init, spec.init_containers)
     if init is not status.init_container_statuses:
         changes["init_container_statuses"] = init
-    ephemeral = _norm_container_statuses(
-        status.ephemeral_container_statuses,
-        per_status,
-        known.ephemeral_container_statuses if known is not None else None,
-    )
+    known_ephemeral = known.ephemeral_container_statuses if known is not None else None
+    ephemeral = _norm_container_statuses(status.ephemeral_container_statuses, per_status, known_ephemeral)
+    if ephemeral is not None and ephemeral is not known_ephemeral:
+        # Sorted by name, as upstream's normalizeStatus does.
+        ephemeral = _sorted_by_name(ephemeral)
     if ephemeral is not status.ephemeral_container_statuses:
         changes["ephemeral_container_statuses"] = ephemeral
     for attr in ("pod_ips", "host_ips"):
@@ -859,7 +878,14 @@ def compact_status(status: PodStatus, known: PodStatus | None, pool: ValuePool) 
     ):
         # The first pod IP repeats ``podIP``: one string for both.
         changes["pod_ips"] = (pod_ips[0].replace(ip=status.pod_ip), *pod_ips[1:])
-    for attr in ("resource_claim_statuses", "extended_resource_claim_status"):
+    for attr in (
+        "resource_claim_statuses",
+        "extended_resource_claim_status",
+        "node_allocatable_resource_claim_statuses",
+        "allocated_resources",
+        "resources",
+        "volume_health",
+    ):
         value = getattr(status, attr)
         if value is not None and (known is None or value is not getattr(known, attr)):
             changes[attr] = pool.json(value)
@@ -869,22 +895,48 @@ def compact_status(status: PodStatus, known: PodStatus | None, pool: ValuePool) 
 # --- comparison --------------------------------------------------------------------
 
 
-def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
-    """SPEC 4.2 step 7: equal as the kubelet sees it.
+def _kubelet_conditions(conditions: Sequence[PodCondition] | None) -> dict[str, PodCondition]:
+    # Upstream fills a map by type: the last condition of a type stands for it.
+    return {c.type: c for c in conditions or () if is_kubelet_owned(c.type) or is_kubelet_shared(c.type)}
 
-    Every kubelet-owned or -shared condition of ``new`` has a twin in ``old``
-    with the same status, reason and message; with ``old``'s conditions
-    replaced by ``new``'s, the statuses are equal (so transition times and
-    conditions owned by others never cause a write on their own).
+
+def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
+    """SPEC 4.2 step 7: equal as the kubelet sees it (upstream's isPodStatusByKubeletEqual).
+
+    Both statuses have the same kubelet-owned or -shared condition types, and
+    each of ``new``'s has a twin in ``old`` with the same status, reason and
+    message; with ``old``'s conditions and resource claim statuses (which the
+    kubelet does not own) replaced by ``new``'s, the statuses are equal (so
+    transition times and conditions owned by others never cause a write on
+    their own).
     """
-    if old.conditions == new.conditions:
-        # Same conditions: every owned one has its twin. One C-level compare settles the rest.
-        return old == new
-    for c in new.conditions or ():
-        if is_kubelet_owned(c.type) or is_kubelet_shared(c.type):
-            oc = get_condition(old.conditions, c.type)
-            if oc is None or oc.status != c.status or oc.message != c.message or oc.reason != c.reason:
+    if old.conditions != new.conditions:
+        mine, theirs = _kubelet_conditions(new.conditions), _kubelet_conditions(old.conditions)
+        if len(mine) != len(theirs):
+            return False
+        for ctype, c in mine.items():
+            oc = theirs.get(ctype)
+            # Go compares strings: unset and "" are the same.
+            if (
+                oc is None
+                or oc.status != c.status
+                or (oc.message or "") != (c.message or "")
+                or (oc.reason or "") != (c.reason or "")
+            ):
                 return False
+    if (
+        old.resource_claim_statuses is not new.resource_claim_statuses
+        or old.extended_resource_claim_status is not new.extended_resource_claim_status
+        or old.node_allocatable_resource_claim_statuses is not new.node_allocatable_resource_claim_statuses
+    ):
+        old = old.replace(
+            resource_claim_statuses=new.resource_claim_statuses,
+            extended_resource_claim_status=new.extended_resource_claim_status,
+            node_allocatable_resource_claim_statuses=new.node_allocatable_resource_claim_statuses,
+        )
+    if old.conditions == new.conditions:
+        # Same conditions: one C-level compare settles the rest.
+        return old == new
     return old.replace(conditions=new.conditions) == new
 
 
@@ -901,11 +953,19 @@ def check_container_state_transition(old: PodStatus, new: PodStatus, spec: PodSp
     policy = effective_restart_policy(spec)
     if policy == "Always":
         return None
+    # v1.37 (RestartAllContainersOnContainerExits): a pod that can restart in place may restart all.
+    if all_containers_could_restart(spec):
+        return None
+    regular = {c.name: c for c in spec.containers or ()}
     for old_cs in old.container_statuses or ():
         term = old_cs.state.terminated if old_cs.state is not None else None
         if term is None:
             continue
         if term.exit_code != 0 and policy == "OnFailure":
+            continue
+        # v1.37 (ContainerRestartRules): the container's own policy or rules may restart it.
+        container = regular.get(old_cs.name)
+        if container is not None and container_should_restart(container, spec, term.exit_code):
             continue
         for new_cs in new.container_statuses or ():
             if new_cs.name == old_cs.name and (new_cs.state is None or new_cs.state.terminated is None):
@@ -921,6 +981,8 @@ def check_container_state_transition(old: PodStatus, new: PodStatus, spec: PodSp
         if term is None:
             continue
         if term.exit_code != 0 and policy == "OnFailure":
+            continue
+        if container is not None and container_should_restart(container, spec, term.exit_code):
             continue
         for new_cs in new.init_container_statuses or ():
             if new_cs.name == old_cs.name and (new_cs.state is None or new_cs.state.terminated is None):
@@ -945,7 +1007,11 @@ def update_last_transition_times(old: PodStatus, new: PodStatus, now: datetime) 
     for c in conditions:
         oc = old_by_type.get(c.type)
         if c.type in TRANSITION_TIME_CONDITIONS:
-            when = oc.last_transition_time if oc is not None and oc.status == c.status else now
+            # A time taken over from the old status is normalised like the rest (the old status
+            # may be a pod object's, with sub-second times), as upstream normalises after copying.
+            when = (
+                normalize_time(oc.last_transition_time) if oc is not None and oc.status == c.status else now
+            )
             if when != c.last_transition_time:
                 c = c.replace(last_transition_time=when)
                 changed = True
@@ -1058,37 +1124,60 @@ def replace_or_append_condition(
     return tuple(out)
 
 
-def _terminal_ready_condition(condition_type: str, phase: str, old: PodStatus, now: datetime) -> PodCondition:
+def _terminal_ready_condition(
+    condition_type: str, phase: str, old: PodStatus, now: datetime, generation: int | None
+) -> PodCondition:
     reason = POD_FAILED if phase == "Failed" else POD_COMPLETED
     previous = get_condition(old.conditions, condition_type)
     when = previous.last_transition_time if previous is not None and previous.status == "False" else now
-    return PodCondition(type=condition_type, status="False", reason=reason, last_transition_time=when)
+    return PodCondition(
+        type=condition_type,
+        status="False",
+        observed_generation=generation,
+        reason=reason,
+        last_transition_time=when,
+    )
 
 
 def merge_pod_status(
-    api_status: PodStatus, cached: PodStatus, could_have_running_containers: bool, now: datetime
+    api_status: PodStatus,
+    cached: PodStatus,
+    could_have_running_containers: bool,
+    now: datetime,
+    *,
+    generation: int | None = None,
 ) -> PodStatus:
-    """SPEC 4.7: the status to write, given the API server's and the cached one."""
+    """SPEC 4.7: the status to write, given the API server's and the cached one.
+
+    ``generation`` is the pod's ``metadata.generation``: the observedGeneration
+    of a Ready or ContainersReady condition forced to False in a terminal phase.
+    """
     conditions: list[PodCondition] = [c for c in api_status.conditions or () if not is_kubelet_owned(c.type)]
     transitioning_to_terminal = not is_terminal_phase(api_status.phase) and is_terminal_phase(cached.phase)
-    merged_tuple: tuple[PodCondition, ...]
+    take_shared = transitioning_to_terminal and not could_have_running_containers
     for c in cached.conditions or ():
         if is_kubelet_owned(c.type):
             conditions.append(c)
+        elif take_shared and c.type == DISRUPTION_TARGET:
+            # Taken where it stands among the cached conditions (upstream's single walk); its
+            # sending was held back until the containers stopped, so its time is the API
+            # condition's when the status did not change, else now (updateLastTransitionTime).
+            api_c = get_condition(api_status.conditions, c.type)
+            when = api_c.last_transition_time if api_c is not None and api_c.status == c.status else now
+            replaced = False
+            for i, kept in enumerate(conditions):
+                if kept.type == c.type:
+                    conditions[i] = c.replace(last_transition_time=when)
+                    replaced = True
+                    break
+            if not replaced:
+                conditions.append(c.replace(last_transition_time=when))
     merged_tuple = tuple(conditions)
-    for c in cached.conditions or ():
-        if (
-            is_kubelet_shared(c.type)
-            and c.type == DISRUPTION_TARGET
-            and transitioning_to_terminal
-            and not could_have_running_containers
-        ):
-            # The condition was held back until the containers stopped: its time is set afresh
-            # (SPEC 4.7), as the time set when it was accepted is stale by now.
-            merged_tuple = replace_or_append_condition(merged_tuple, c.replace(last_transition_time=now))
     changes: dict[str, Any] = {"conditions": merged_tuple or None}
     # Not the kubelet's to write: keep what the server has.
     changes["resource_claim_statuses"] = api_status.resource_claim_statuses
+    changes["extended_resource_claim_status"] = api_status.extended_resource_claim_status
+    changes["node_allocatable_resource_claim_statuses"] = api_status.node_allocatable_resource_claim_statuses
     # Status fields this library does not know (a newer API) are the server's too: never null them out.
     if api_status.extra is not None:
         if cached.extra is None:
@@ -1110,10 +1199,10 @@ def merge_pod_status(
             assert phase is not None
             new_conditions = merged.conditions or ()
             new_conditions = replace_or_append_condition(
-                new_conditions, _terminal_ready_condition(CONTAINERS_READY, phase, merged, now)
+                new_conditions, _terminal_ready_condition(CONTAINERS_READY, phase, merged, now, generation)
             )
             new_conditions = replace_or_append_condition(
-                new_conditions, _terminal_ready_condition(POD_READY, phase, merged, now)
+                new_conditions, _terminal_ready_condition(POD_READY, phase, merged, now, generation)
             )
             merged = merged.replace(conditions=new_conditions)
     return merged

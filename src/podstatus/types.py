@@ -645,6 +645,12 @@ class PodStatus(K8sObject, frozen=True, kw_only=True):
     resize: str | None = None
     resource_claim_statuses: Any = None
     extended_resource_claim_status: Any = None
+    # v1.37: the pod-level resources the kubelet allocated and applied (KEP-1287 with pod-level
+    # resources), claims on node-allocatable resources (not the kubelet's), volume health.
+    allocated_resources: Any = None
+    resources: Any = None
+    node_allocatable_resource_claim_statuses: Any = None
+    volume_health: Any = None
 
 
 class Pod(K8sObject, frozen=True, kw_only=True):

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate ``src/podstatus/data/apischema.json``: which fields kube-apiserver knows, and their types.
 
-The embedded server's ``fieldValidation`` (unknown fields), its int32/int64 range checks and its
-``/openapi/v2`` document all read that file. It is derived from the OpenAPI v3 documents of
+The embedded server's ``fieldValidation`` (unknown fields) and its int32/int64 range checks read
+that file (its OpenAPI documents come from ``gen_openapi.py``). It is derived from the OpenAPI v3 documents of
 Kubernetes (``api/openapi-spec/v3`` of the ``k8s.io/kubernetes`` Go module, the version pinned in
 ``go.mod`` beside this script), keeping only the types reachable from the served kinds, and for
 each property only its type: a scalar name, ``{"ref": T}``, ``{"array": S}`` or ``{"map": S}``.

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import yaml
 from apisuite_kit import (
     IMAGE,
     JSON,
@@ -1654,6 +1655,43 @@ def test_apply_request_errors(server: Server, real_server: Server, request: pyte
     assert got["conflict and invalid"]["code"] == 409  # conflicts are found before validation
 
 
+def test_apply_yaml_bounds(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """Hostile apply bodies: go-yaml's alias bound and its words; past 10,000 levels both
+    servers answer 400 (the depth message differs: podstatus stops at 200 levels)."""
+    lols = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + "".join(
+        f"{n}: &{n} [{','.join(['*' + p] * 10)}]\n" for p, n in zip("abcdef", "bcdefg", strict=True)
+    )
+
+    def scenario(ctx: Ctx) -> Any:
+        name = unique("bounds")
+        ctx.secrets[name] = "<name>"
+        head = f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\n"
+
+        def send(body: str | bytes) -> Answer:
+            data = body.encode() if isinstance(body, str) else body
+            return ctx.raw.request("PATCH", ctx.raw.pods_path(name), data, content_type=APPLY,
+                                   query="fieldManager=x")  # fmt: skip
+
+        deep = b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","labels":' % name.encode()
+        deep += b'{"a":' * 10_000 + b'"x"' + b"}" * 10_000 + b"}}"
+        answers = {
+            "alias bomb": ctx.error(send(head + lols)),
+            "alias in its own anchor": ctx.error(
+                send(f"apiVersion: v1\nkind: Pod\nmetadata: &m {{name: {name}, labels: *m}}\n")
+            ),
+            "unclosed flow sequence": ctx.error(send("[1, 2")),
+            "mapping in a plain scalar": ctx.error(send("a: b: c")),
+        }
+        code = send(deep).code
+        shared = send(head.replace("}", ", labels: &l {app: web}, annotations: *l}") +
+                      "spec: {containers: [{name: c, image: busybox}]}\n")  # fmt: skip
+        meta = shared.body["metadata"] if isinstance(shared.body, dict) else {}
+        return {**answers, "10,000 levels": code, "shared labels": (shared.code, meta.get("annotations"))}
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["alias bomb"]["code"] == 400 and got["10,000 levels"] == 400
+
+
 def test_managed_fields_reset_then_first_apply(
     server: Server, real_server: Server, request: pytest.FixtureRequest
 ) -> None:
@@ -1960,3 +1998,85 @@ def test_apply_with_undeclared_fields(
 
     got = same_as_real(server, real_server, request, scenario)
     assert got["Strict"]["code"] == 500 and got["exists"] == 404
+
+
+# -- issue 22, item 14 -----------------------------------------------------------------------------
+
+
+def test_negative_observed_generations(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """ValidatePodStatusUpdate refuses a negative observedGeneration, of the status or of a condition."""
+
+    def scenario(ctx: Ctx) -> Any:
+        out = []
+        for patch in (
+            {"status": {"observedGeneration": -1}},
+            {"status": {"conditions": [{"type": "Ready", "status": "True", "observedGeneration": -5}]}},
+        ):
+            name, _ = ctx.pod()
+            out.append(ctx.error(status_patch(ctx, name, patch)))
+        return out
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert [g["code"] for g in got] == [422, 422]
+
+
+def test_negative_restart_count(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """kube-apiserver v1.37.2 stores restartCount -1 (it has no check); podstatus refuses it by default."""
+
+    def scenario(ctx: Ctx) -> Any:
+        name, _ = ctx.pod()
+        status = {"containerStatuses": [cstatus("c", {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+                                                restartCount=-1)]}  # fmt: skip
+        return ctx.error(status_patch(ctx, name, {"status": status}))
+
+    if server.kind == "embedded":
+        # Deliberate (strict_status=True, the default): the API documents the count as never negative.
+        assert scenario(Ctx(server.raw)) == invalid_status(
+            "<name0>", ("status.containerStatuses[0].restartCount", "FieldValueInvalid",
+                        "Invalid value: -1: must be greater than or equal to 0"),
+        )  # fmt: skip
+        return
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["code"] == 200 and got["status"]["containerStatuses"][0]["restartCount"] == -1
+
+
+def test_yaml_answers(server: Server, real_server: Server, request: pytest.FixtureRequest) -> None:
+    """``Accept: application/yaml``: objects, lists and errors in YAML, byte for byte as Go writes them."""
+
+    def scenario(ctx: Ctx) -> Any:
+        missing = ctx.raw.request("GET", PODS_PATH + "/no-such-pod-in-yaml", accept="application/yaml")
+        listing = ctx.raw.request("GET", PODS_PATH, query="limit=1", accept="application/yaml")
+        watch = ctx.raw.request("GET", PODS_PATH, query="watch=1&timeoutSeconds=1", accept="application/yaml")
+        return {
+            "missing": [missing.code, missing.raw.decode()],
+            "list": [listing.code, list(yaml.safe_load(listing.raw))],
+            "watch": [watch.code, yaml.safe_load(watch.raw)["reason"]],
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["missing"][0] == 404 and got["missing"][1].startswith("apiVersion: v1\ncode: 404\n")
+
+
+def test_self_subject_access_review(
+    server: Server, real_server: Server, request: pytest.FixtureRequest
+) -> None:
+    """What kubectl auth can-i sends; the user (admin in system:masters, or this server's
+    anonymous user) may do everything on both."""
+
+    def scenario(ctx: Ctx) -> Any:
+        path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+        spec = {"resourceAttributes": {"verb": "patch", "resource": "pods", "subresource": "status",
+                                       "namespace": NS}}  # fmt: skip
+        made = ctx.raw.request("POST", path, {"kind": "SelfSubjectAccessReview",
+                                              "apiVersion": "authorization.k8s.io/v1", "spec": spec})  # fmt: skip
+        bad = ctx.raw.request("POST", path, {"kind": "SelfSubjectAccessReview",
+                                             "apiVersion": "authorization.k8s.io/v1", "spec": {}})  # fmt: skip
+        return {
+            "made": [made.code, made.body["kind"], made.body["spec"], made.body["status"]],
+            "bad": ctx.error(bad),
+        }
+
+    got = same_as_real(server, real_server, request, scenario)
+    assert got["made"][0] == 201 and got["made"][3] == {"allowed": True}

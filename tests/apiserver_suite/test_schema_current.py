@@ -1,4 +1,5 @@
-"""The shipped schemas (podstatus/data/apischema.json, podstatus/server/fieldschema.py) are the pinned Kubernetes' ones."""
+"""The shipped schemas (podstatus/data/apischema.json and openapi.json.gz, podstatus/server/fieldschema.py)
+are the pinned Kubernetes' ones."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ pytestmark = pytest.mark.apiserver
 ROOT = Path(__file__).resolve().parents[2]
 GEN = ROOT / "tests" / "apiserver" / "gen_schema.py"
 GEN_FIELDS = ROOT / "tests" / "apiserver" / "gen_fieldschema.py"
+GEN_OPENAPI = ROOT / "tests" / "apiserver" / "gen_openapi.py"
 
 
 def test_schema_is_generated_from_the_pinned_kubernetes() -> None:
@@ -29,3 +31,11 @@ def test_shipped_field_schema_is_what_the_generator_makes() -> None:
     formatted = subprocess.run([str(ruff), "format", "--stdin-filename", "fieldschema.py", "-"], input=made,
                                capture_output=True, text=True, check=True, cwd=ROOT).stdout  # fmt: skip
     assert formatted == (ROOT / "src/podstatus/server/fieldschema.py").read_text()
+
+
+def test_served_openapi_documents_are_the_pinned_kubernetes_ones() -> None:
+    # Same module cache; the generator trims to what discovery lists, so a newly served
+    # resource without regenerating shows up here too.
+    proc = subprocess.run([sys.executable, str(GEN_OPENAPI), "--check"], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr

@@ -123,3 +123,26 @@ def test_simulate_against_real_apiserver(real_apiserver: str, mode: str, args: t
         assert per_change >= 1.8, requests  # a GET before every PATCH
     else:
         assert per_change < 1.5, requests  # PATCH from the last known pod; GET only on conflicts
+
+
+def test_simulate_leaves_the_cluster_as_found_and_runs_twice(real_apiserver: str) -> None:
+    """The README's command, twice, on kube-apiserver: no 409, nothing of the run left behind."""
+    namespace = f"sim-twice-{uuid.uuid4().hex[:6]}"
+    node = f"podstatus-{namespace}"
+    raw = RawApi.from_kubeconfig(real_apiserver)
+    try:
+        raw.ensure_namespace(namespace)
+        for run in (1, 2):
+            code, output = run_simulate(
+                real_apiserver, "--pods", "8", "--duration", "40", "--namespace", namespace, "--node", node
+            )
+            assert code == 0, f"run {run} exited with {code}:\n{output}"
+            assert int(parse_table(output, "Pods by phase")["never created"]) == 0, output
+            assert re.search(r"Cleaned up: deleted the \d+ pods and 1 Node\(s\)", output), output
+            left = raw.request(
+                "GET", f"/api/v1/namespaces/{namespace}/pods", query="labelSelector=podstatus.io/simulation"
+            )
+            assert left.code == 200 and left.body["items"] == [], left.body
+            assert raw.request("GET", f"/api/v1/nodes/{node}").code == 404
+    finally:
+        raw.close()

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -37,6 +39,10 @@ var roots = map[string]reflect.Type{
 	"policy/v1/DeleteOptions":      reflect.TypeOf(metav1.DeleteOptions{}),
 	"coordination.k8s.io/v1/Lease": reflect.TypeOf(coordinationv1.Lease{}),
 	"events.k8s.io/v1/Event":       reflect.TypeOf(eventsv1.Event{}),
+	// kubectl auth whoami / can-i.
+	"authentication.k8s.io/v1/SelfSubjectReview":      reflect.TypeOf(authenticationv1.SelfSubjectReview{}),
+	"authorization.k8s.io/v1/SelfSubjectAccessReview": reflect.TypeOf(authorizationv1.SelfSubjectAccessReview{}),
+	"authorization.k8s.io/v1/SelfSubjectRulesReview":  reflect.TypeOf(authorizationv1.SelfSubjectRulesReview{}),
 }
 
 // Types whose JSON form is not their struct's: the decoder has a rule for each.

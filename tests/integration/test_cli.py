@@ -11,13 +11,19 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from podstatus.cli import main
+from podstatus.clients.embedded import EmbeddedClient
+from podstatus.errors import NotFoundError
 from podstatus.manager import SyncRecord
 from podstatus.metrics import Metrics
+from podstatus.server import EmbeddedApiServer
+from podstatus.simulator import RUN_LABEL
 from testkit import kubectl_path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -81,7 +87,8 @@ def test_simulate_runs_the_main_job_and_reports(tmp_path: Path) -> None:
         assert violations == 0, name
         assert checked > 0, f"{name} was actually checked"
     assert re.search(r"│ patch\s+│\s+\d+", out)
-    assert kubeconfig.exists()
+    # It pointed at the embedded server, stopped now: not left behind.
+    assert not kubeconfig.exists() and f"{kubeconfig} was removed" in " ".join(out.split())
 
 
 def test_simulate_kubelet_mode_sends_a_get_before_every_patch() -> None:
@@ -196,3 +203,274 @@ def test_metrics_record_syncs_and_requests() -> None:
     assert "podstatus_pod_status_sync_duration_seconds_count 1.0" in text
     assert 'podstatus_pod_status_sync_duration_seconds_bucket{le="0.25"} 1.0' in text
     assert 'podstatus_pod_status_sync_duration_seconds_bucket{le="0.1"} 0.0' in text
+
+
+# --- issue 22: what a newcomer hits first --------------------------------------------------------
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _console_script() -> str:
+    """The installed ``podstatus`` (not ``python -m``, which puts the current folder on sys.path itself)."""
+    script = Path(sys.executable).with_name("podstatus")
+    assert script.exists(), f"{script}: the console script comes with make install"
+    return str(script)
+
+
+def _bare_env(home: Path) -> dict[str, str]:
+    """No cluster configured: an empty HOME, no KUBECONFIG, not in a pod; no PYTHONPATH to the test folder."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("KUBECONFIG", "PYTHONPATH") and not k.startswith("KUBERNETES_")
+    }
+    env.update(HOME=str(home), COLUMNS="400")
+    return env
+
+
+def _wait(cond: Any, timeout: float = 30.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[EmbeddedApiServer, Path]]:
+    """The embedded API server on loopback and a kubeconfig for it."""
+    with EmbeddedApiServer() as server:
+        yield server, server.write_kubeconfig(tmp_path / "cluster.kubeconfig")
+
+
+def _node_exists(client: EmbeddedClient, name: str) -> bool:
+    try:
+        client.get_node(name)
+    except NotFoundError:
+        return False
+    return True
+
+
+def _phase(client: EmbeddedClient, name: str) -> str | None:
+    try:
+        return client.get_pod("default", name).status.phase
+    except NotFoundError:
+        return None
+
+
+def _stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, str, str]:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+def test_a_node_name_given_for_one_node_is_used_as_given(
+    cluster: tuple[EmbeddedApiServer, Path], tmp_path: Path
+) -> None:
+    server, kubeconfig = cluster
+    client = EmbeddedClient(server)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "podstatus.cli", "node", "--name", "vn-bar", "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        _wait(lambda: _node_exists(client, "vn-bar"), what="Node vn-bar registered")
+        assert not _node_exists(client, "vn-bar-1")
+        client.create_pod(
+            {
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"nodeName": "vn-bar", "containers": [{"name": "app", "image": "nginx"}]},
+            }
+        )
+        _wait(lambda: _phase(client, "web") == "Running", what="the pod bound to vn-bar Running")
+    finally:
+        code, _, err = _stop(proc)
+    assert code == 0, err
+    usage = subprocess.run(
+        [sys.executable, "-m", "podstatus.cli", "node", "--help"], capture_output=True, text=True, env=_env()
+    ).stdout
+    assert "used as given" in usage and "<name>-1 .. <name>-N" in " ".join(usage.split())
+
+
+def _readme_provider() -> str:
+    """The README's provider example, as a user saves it: its imports and the provider class."""
+    text = README.read_text()
+    block = text[text.index("```python\nimport time") + len("```python\n") :]
+    return block[: block.index("\nserver = EmbeddedApiServer()")]
+
+
+def test_a_provider_module_in_the_current_folder_and_bad_providers(
+    cluster: tuple[EmbeddedApiServer, Path], tmp_path: Path
+) -> None:
+    server, kubeconfig = cluster
+    client = EmbeddedClient(server)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "mymod.py").write_text(_readme_provider())
+    (work / "badmod.py").write_text(
+        "class Broken:\n    def __init__(self):\n        raise RuntimeError('no device at /dev/x')\n"
+    )
+    env = _bare_env(tmp_path)
+    script = _console_script()
+    proc = subprocess.Popen(
+        [
+            script,
+            "node",
+            "--name",
+            "vn-mine",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--provider",
+            "mymod:InstantProvider",
+        ],
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        _wait(
+            lambda: _node_exists(client, "vn-mine"), what="Node vn-mine registered with the user's provider"
+        )
+        # The README's provider says 20 pods: it is that provider that runs the node.
+        assert client.get_node("vn-mine")["status"]["capacity"]["pods"] == "20"
+    finally:
+        code, _, err = _stop(proc)
+    assert code == 0, err
+    for provider, says in (
+        ("nomod:Provider", "No module named 'nomod'"),
+        ("badmod:Broken", "RuntimeError: no device at /dev/x"),
+        ("mymod:Missing", "has no attribute Missing"),
+    ):
+        bad = subprocess.run(
+            [script, "node", "--kubeconfig", str(kubeconfig), "--provider", provider],
+            cwd=work, capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert bad.returncode == 2, bad.stderr
+        lines = bad.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: --provider {provider}"), bad.stderr
+        assert says in lines[0] and "Traceback" not in bad.stderr
+
+
+def test_a_missing_kubeconfig_is_one_clear_error(tmp_path: Path) -> None:
+    env = _bare_env(tmp_path)
+    script = _console_script()
+    missing = tmp_path / "missing.kubeconfig"
+    sim = subprocess.run(
+        [script, "simulate", "--kubeconfig", str(missing), "--no-progress"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert sim.returncode == 2 and "Traceback" not in sim.stderr, sim.stderr
+    assert sim.stderr.strip() == f"error: --kubeconfig {missing}: no such file"
+    # No kubeconfig at all: the message names every place the configuration could come from.
+    node = subprocess.run([script, "node"], capture_output=True, text=True, env=env, timeout=60)
+    assert node.returncode == 2 and "Traceback" not in node.stderr, node.stderr
+    for place in ("--kubeconfig", "KUBECONFIG", "~/.kube/config", "KUBERNETES_SERVICE_HOST"):
+        assert place in node.stderr, node.stderr
+
+
+def test_error_text_is_printed_as_text_not_rich_markup(tmp_path: Path) -> None:
+    env = _bare_env(tmp_path)
+    script = _console_script()
+    for name in ("[/x].yaml", "[red]x.yaml", "a:x:b.yaml"):
+        proc = subprocess.run(
+            [script, "simulate", "-f", name, "--no-progress"],
+            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"No such file or directory: '{name}'" in proc.stderr, proc.stderr
+    # A server's validation message keeps its regex.
+    (tmp_path / "badname.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec:\n  containers: [{name: c, image: nginx}]\n"
+    )
+    proc = subprocess.run(
+        [script, "simulate", "-f", "badname.yaml", "--no-progress", "--duration", "5"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?" in proc.stdout, proc.stdout
+
+
+def test_verbose_after_the_command_and_every_json_line_is_json(
+    cluster: tuple[EmbeddedApiServer, Path],
+) -> None:
+    server, kubeconfig = cluster
+    client = EmbeddedClient(server)
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "podstatus.cli", "node", "-v", "--name", "vn-json",
+            "--kubeconfig", str(kubeconfig), "--log-format", "json",
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+    )  # fmt: skip
+    try:
+        _wait(lambda: _node_exists(client, "vn-json"), what="Node vn-json registered")
+    finally:
+        code, out, err = _stop(proc)
+    assert code == 0, err
+    lines = [json.loads(line) for line in (out + err).splitlines() if line.strip()]  # each one JSON
+    messages = [line["msg"] for line in lines]
+    assert any("running against" in m for m in messages), messages
+    assert "podstatus node: stopped" in messages
+    # -v after the command: info lines are there.
+    assert any(line["level"] == "info" and line["msg"].startswith("node agent started") for line in lines)
+
+
+def test_ctrl_c_during_simulate_prints_the_summary_so_far(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "podstatus.cli", "simulate", "--pods", "30", "--duration", "90", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+    )  # fmt: skip
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    kubeconfig = Path(re.findall(r"/\S+kubeconfig", first)[0])
+    proc.stdout.readline()  # "Simulating ..."
+    # While the run lasts, its kubeconfig reaches its server.
+    got = subprocess.run(
+        [_kubectl(), "--kubeconfig", str(kubeconfig), "get", "pods"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert got.returncode == 0, got.stderr
+    time.sleep(2)
+    code, out, err = _stop(proc, signal.SIGINT)
+    assert code == 130, err
+    assert "Pods by phase" in out and "interrupted: the summary so far" in out, out + err
+    assert "Traceback" not in err
+    # Its server stopped, the folder it made for the kubeconfig is gone.
+    assert not kubeconfig.parent.exists()
+
+
+def _run_label_pods(client: EmbeddedClient) -> list[Any]:
+    pods, _ = client.list_pods(label_selector=RUN_LABEL)
+    return pods
+
+
+def test_simulate_against_a_cluster_leaves_it_as_found_and_runs_twice(
+    cluster: tuple[EmbeddedApiServer, Path],
+) -> None:
+    server, kubeconfig = cluster
+    client = EmbeddedClient(server)
+    for run in (1, 2):
+        proc = subprocess.run(
+            [
+                sys.executable, "-m", "podstatus.cli", "simulate", "--kubeconfig", str(kubeconfig),
+                "--pods", "8", "--duration", "30", "--no-progress",
+            ],
+            capture_output=True, text=True, env=_env(), timeout=180,
+        )  # fmt: skip
+        assert proc.returncode == 0, f"run {run}: {proc.stdout}{proc.stderr}"
+        assert re.search(r"never created\s+│\s+0 │", proc.stdout) and "FAILED" not in proc.stdout, proc.stdout
+        # What is still there at the end (the pods deleted midway are gone already).
+        assert re.search(r"Cleaned up: deleted the [1-8] pods and 1 Node\(s\)", proc.stdout), proc.stdout
+        assert _run_label_pods(client) == []
+        assert not _node_exists(client, "podstatus-node-1")

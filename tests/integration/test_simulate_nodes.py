@@ -138,8 +138,9 @@ def test_the_cli_runs_three_nodes_and_says_so(
         assert row[2] == "0", row
     client = HttpKubeClient(server.url)
     try:
-        # 2 pods placed on each node; of the 6 at most one deleted (the rest stay, or are re-created).
-        assert set(_spread(client, names)) == set(names)
+        # 2 pods placed on each node (the heartbeat rows above); at the end the run took its pods
+        # and Nodes away again (--kubeconfig: a cluster is left as found), the Leases stay released.
+        assert client.list_pods()[0] == [] and client.list_nodes()[0] == []
         for name in names:
             assert lease_info(client.get_lease(LEASE_NAMESPACE, name)).holder == name
     finally:

@@ -17,9 +17,12 @@ from podstatus.node.logs import log_fields
 
 
 def test_node_names() -> None:
-    assert node_names("vn", 1) == ["vn-1"]
+    # A name given for one node is used as given; the default is vn-1 (vn-1 .. vn-N for N).
+    assert node_names("vn-bar", 1) == ["vn-bar"]
     assert node_names("vn-1", 1) == ["vn-1"]
+    assert node_names(None, 1) == ["vn-1"]
     assert node_names("edge", 3) == ["edge-1", "edge-2", "edge-3"]
+    assert node_names(None, 2) == ["vn-1", "vn-2"]
 
 
 def test_default_provider_is_the_simulated_one_on_a_tainted_node() -> None:

@@ -41,7 +41,7 @@ def test_discovery(api: ApiHandler) -> None:
     names = {r["name"] for r in call(api, "GET", "/api/v1")[1]["resources"]}
     assert {"pods", "pods/status", "nodes", "nodes/status", "namespaces"} <= names
     groups = [g["name"] for g in call(api, "GET", "/apis")[1]["groups"]]
-    assert groups == ["coordination.k8s.io", "events.k8s.io"]
+    assert groups == ["authentication.k8s.io", "authorization.k8s.io", "coordination.k8s.io", "events.k8s.io"]
     assert call(api, "GET", "/version")[1]["major"] == "1"
     root = call(api, "GET", "/openapi/v3")[1]
     url = root["paths"]["api/v1"]["serverRelativeURL"]
@@ -175,9 +175,13 @@ def test_watch_too_old_sends_error_event() -> None:
     for i in range(5):
         call(api, "POST", "/api/v1/namespaces/default/pods", {**POD, "metadata": {"name": f"p{i}"}})
     _, _, resp = call(api, "GET", "/api/v1/pods?watch=true&resourceVersion=1&timeoutSeconds=1")
-    assert resp.status == 410
-    body = msgspec.json.decode(resp.body)
+    # As kube-apiserver's watch cache: 200, then one ERROR event carrying the 410, then the end.
+    assert resp.status == 200 and resp.stream is not None
+    lines = [msgspec.json.decode(c) for c in resp.stream if c]
+    assert [e["type"] for e in lines] == ["ERROR"]
+    body = lines[0]["object"]
     assert body["reason"] == "Expired" and body["code"] == 410
+    assert body["message"] == "too old resource version: 1 (3)"
 
 
 def test_dry_run_answers_and_stores_nothing(api: ApiHandler) -> None:

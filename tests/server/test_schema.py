@@ -67,20 +67,6 @@ def test_kinds_without_a_schema_are_left_alone() -> None:
         assert schema.known_kind(key)
 
 
-def test_swagger_definitions_carry_kinds_and_formats() -> None:
-    defs = schema.swagger_definitions()
-    lease = defs["io.k8s.api.coordination.v1.Lease"]
-    assert lease["x-kubernetes-group-version-kind"] == [
-        {"group": "coordination.k8s.io", "kind": "Lease", "version": "v1"}
-    ]
-    spec = defs["io.k8s.api.core.v1.PodSpec"]["properties"]
-    assert spec["containers"] == {
-        "type": "array",
-        "items": {"$ref": "#/definitions/io.k8s.api.core.v1.Container"},
-    }
-    assert spec["terminationGracePeriodSeconds"] == {"type": "integer", "format": "int64"}
-
-
 def test_a_patch_is_only_looked_at() -> None:
     patch: dict[str, Any] = {
         "status": {

@@ -24,7 +24,7 @@ import os
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
@@ -53,6 +53,7 @@ from .kubeconfig import (
     ConfigAuth,
     Configuration,
     ConnectionSettings,
+    kubeconfig_files,
     kubernetes_config,
     load_in_cluster_configuration,
     load_kubeconfig_configuration,
@@ -214,6 +215,20 @@ def _connection_error(exc: BaseException, method: str, path: str) -> ApiError:
     return ConnectionFailedError(f"{where}: connection failed: {exc}")
 
 
+def _never_sent(exc: BaseException) -> bool:
+    """A failure before the request left: no connection, or a server certificate not trusted.
+
+    Only these are retried after a kubeconfig reload; a reset may come after the server
+    acted, and the caller owns that retry.
+    """
+    if isinstance(exc, NewConnectionError | CannotConnectError | ssl.SSLCertVerificationError):
+        return True
+    if isinstance(exc, SSLError):
+        cause = exc.args[0] if exc.args else None
+        return isinstance(cause, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(exc)
+    return False
+
+
 def _http_error(
     status: int, reason: str | None, headers: Any, data: bytes, method: str, path: str
 ) -> ApiError:
@@ -316,11 +331,17 @@ class HttpKubeClient:
 
     @classmethod
     def from_configuration(
-        cls, cfg: Configuration, *, reload: Callable[[], Configuration] | None = None, **kwargs: Any
+        cls,
+        cfg: Configuration,
+        *,
+        reload: Callable[[], Configuration] | None = None,
+        files: Sequence[str | os.PathLike[str]] = (),
+        **kwargs: Any,
     ) -> HttpKubeClient:
-        """From a loaded ``kubernetes.client.Configuration``; ``reload()`` gives a fresh one after a 401."""
+        """From a loaded ``kubernetes.client.Configuration``; ``reload()`` gives a fresh one after a
+        401, or after a failed connection when one of ``files`` (where it came from) changed."""
         settings = settings_from_configuration(cfg)
-        auth = ConfigAuth(cfg, reload=reload)
+        auth = ConfigAuth(cfg, reload=reload, files=files)
         return cls(
             settings.base_url,
             ca_cert=settings.ca_cert,
@@ -338,10 +359,15 @@ class HttpKubeClient:
     def from_kubeconfig(
         cls, path: str | os.PathLike[str] | None = None, context: str | None = None, **kwargs: Any
     ) -> HttpKubeClient:
-        """From a kubeconfig: ``path``, else ``$KUBECONFIG``, else ``~/.kube/config``."""
+        """From a kubeconfig: ``path``, else ``$KUBECONFIG``, else ``~/.kube/config``.
+
+        The file is read again when it changes and a connection fails (a server restarted
+        with a new address, CA or token), and after a 401.
+        """
+        files = kubeconfig_files(path)
         cfg = load_kubeconfig_configuration(path, context)
         return cls.from_configuration(
-            cfg, reload=lambda: load_kubeconfig_configuration(path, context), **kwargs
+            cfg, reload=lambda: load_kubeconfig_configuration(path, context), files=files, **kwargs
         )
 
     @classmethod
@@ -467,6 +493,16 @@ class HttpKubeClient:
                 error = _connection_error(exc, method, path)
                 if logger.isEnabledFor(_DEBUG):
                     _log(verb, method, path, 0, start, error=type(exc).__name__)
+                if (
+                    self._auth is not None
+                    and not retried
+                    and _never_sent(exc)
+                    and self._auth.after_connection_failure()
+                ):
+                    # The kubeconfig was rewritten (a restarted server): once more, with it.
+                    retried = True
+                    authorization = self._auth.header()
+                    continue
                 raise error from exc
             status = resp.status
             if logger.isEnabledFor(_DEBUG):

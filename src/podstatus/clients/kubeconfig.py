@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ import urllib3
 __all__ = [
     "ConfigAuth",
     "ConnectionSettings",
+    "kubeconfig_files",
     "kubernetes_config",
     "load_in_cluster_configuration",
     "load_kubeconfig_configuration",
@@ -282,7 +283,11 @@ class ConfigAuth:
       not on every request;
     - after a 401, :meth:`after_unauthorized` reloads the whole configuration (``reload``:
       that re-runs exec plugins and re-reads token files even when nothing looked expired)
-      and tells whether the header changed, so the caller can retry once.
+      and tells whether the header changed, so the caller can retry once;
+    - after a connection that could not be made (refused, or a server certificate the CA
+      does not verify), :meth:`after_connection_failure` reloads when one of ``files`` (the
+      kubeconfig files) changed since: a server restarted with a new address, CA or token
+      rewrites its kubeconfig, and its clients follow.
     """
 
     def __init__(
@@ -292,9 +297,12 @@ class ConfigAuth:
         reload: Callable[[], Configuration] | None = None,
         refresh_interval: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        files: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         self._cfg = cfg
         self._reload = reload
+        self._files = [os.path.expanduser(os.fspath(f)) for f in files]
+        self._files_seen = _files_signature(self._files)
         self._refresh_interval = refresh_interval
         self._clock = clock
         self._lock = threading.Lock()
@@ -335,19 +343,75 @@ class ConfigAuth:
             if self._reload is None or self._clock() - self._reloaded_at < 1.0:
                 return False, sent
             self._reloaded_at = self._clock()
+            seen = _files_signature(self._files)
             try:
                 cfg = self._reload()
             except Exception:
                 logger.warning("reloading the API credentials after a 401 failed", exc_info=True)
                 return False, sent
-            old_settings = settings_from_configuration(self._cfg)
-            new_settings = settings_from_configuration(cfg)
-            self._cfg = cfg
-            self._value = authorization_from_configuration(cfg)
-            self._checked_at = self._clock()
-            changed = self._value != sent
-            if new_settings != old_settings and self.settings_changed is not None:
-                self.settings_changed(new_settings)
-                changed = True
+            self._files_seen = seen
+            changed = self._install(cfg, sent)
             logger.debug("reloaded API credentials after a 401", extra={"changed": changed})
             return changed, self._value
+
+    def after_connection_failure(self) -> bool:
+        """After a connection that could not be made: reload if a kubeconfig file changed.
+
+        True when the reload changed the server, its CA or the credentials (retry once).
+        """
+        with self._lock:
+            if self._reload is None or not self._files:
+                return False
+            seen = _files_signature(self._files)
+            if seen == self._files_seen:
+                return False
+            # Once per change, even if this reload fails: a broken file is not read per request.
+            self._files_seen = seen
+            try:
+                cfg = self._reload()
+            except Exception as err:
+                logger.warning(
+                    "the kubeconfig changed but cannot be loaded: %s", err, extra={"files": self._files}
+                )
+                return False
+            changed = self._install(cfg, self._value)
+            logger.info(
+                "the kubeconfig changed: reloaded it", extra={"files": self._files, "changed": changed}
+            )
+            return changed
+
+    def _install(self, cfg: Configuration, sent: str | None) -> bool:
+        """Use ``cfg`` from now on; whether the header or the connection settings changed."""
+        old_settings = settings_from_configuration(self._cfg)
+        new_settings = settings_from_configuration(cfg)
+        self._cfg = cfg
+        self._value = authorization_from_configuration(cfg)
+        self._checked_at = self._clock()
+        changed = self._value != sent
+        if new_settings != old_settings and self.settings_changed is not None:
+            self.settings_changed(new_settings)
+            changed = True
+        return changed
+
+
+def kubeconfig_files(path: str | os.PathLike[str] | None) -> list[str]:
+    """The files a kubeconfig is read from: ``path``, else ``$KUBECONFIG``'s list, else ``~/.kube/config``."""
+    if path is not None:
+        return [os.fspath(path)]
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [f for f in env.split(os.pathsep) if f]
+    return [os.path.join("~", ".kube", "config")]
+
+
+def _files_signature(files: Sequence[str]) -> tuple[tuple[int, int, int] | None, ...]:
+    """What tells a rewritten file: (inode, size, mtime) per file; a rename over it changes the inode."""
+    out: list[tuple[int, int, int] | None] = []
+    for name in files:
+        try:
+            st = os.stat(name)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)

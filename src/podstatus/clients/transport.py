@@ -94,10 +94,12 @@ class _Connection:
     def dropped(self) -> bool:
         """The server closed it (or sent something unasked) while it sat idle in the pool."""
         try:
-            readable, _, _ = select.select([self.sock], [], [], 0)
+            # poll, not select: select() cannot take descriptors past 1023.
+            poller = select.poll()
+            poller.register(self.sock, select.POLLIN)
+            return bool(poller.poll(0))
         except (OSError, ValueError):
             return True
-        return bool(readable)
 
     def close(self) -> None:
         try:

@@ -44,7 +44,10 @@ import msgspec
 
 from ..conditions import (
     POD_READY_TO_START_CONTAINERS,
+    POD_RESIZE_IN_PROGRESS,
+    POD_RESIZE_PENDING,
     POD_SCHEDULED,
+    calculate_pod_condition_observed_generation,
     generate_containers_ready_condition,
     generate_pod_initialized_condition,
     generate_pod_ready_condition,
@@ -72,6 +75,19 @@ from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .heartbeat import LeaseHeldError, LeaseKeeper, NodeStatusReporter, build_node, utcnow
 from .logs import log_fields
 from .provider import NodeDescription, pending_status
+from .resize import (
+    ACCEPTED,
+    DEFERRED,
+    INFEASIBLE,
+    Allocation,
+    allocation_of,
+    allocation_of_pod,
+    decide,
+    pod_requests,
+    resize_message,
+    same_allocation,
+    same_resources,
+)
 from .runtime import HEARTBEAT, HOUSEKEEPING, NodeRuntime
 
 __all__ = ["LeaseHeldError", "NodeAgent", "NodeGroup", "PodWatcher"]
@@ -138,6 +154,10 @@ class _PodState:
     create_failures: int = 0
     retry_at: float | None = None
     last_report: PodStatus | None = None
+    # In-place resize: what the agent allocated each container (the kubelet's checkpoint), and
+    # what the provider applied (None: what it was created with, or what it reports).
+    allocated: Allocation | None = None
+    actuated: Allocation | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -153,6 +173,47 @@ def _waiting(c: Any, reason: str) -> ContainerStatus:
         restart_count=0,
         state=ContainerState(waiting=ContainerStateWaiting(reason=reason)),
     )
+
+
+def _initial_allocation(pod: Pod) -> Allocation:
+    """What a pod was allocated when the agent first sees it: its spec, or (a pod running before a
+    restart of the agent) the resources its container statuses report, as the kubelet's checkpoint."""
+    allocation = allocation_of_pod(pod)
+    for cs in (*(pod.status.init_container_statuses or ()), *(pod.status.container_statuses or ())):
+        if cs.name in allocation and isinstance(cs.resources, dict):
+            allocation[cs.name] = {
+                k: dict(v) for k, v in cs.resources.items() if k in ("limits", "requests") and v
+            }
+    return allocation
+
+
+def _with_resources(
+    statuses: tuple[ContainerStatus, ...] | None,
+    reported: Any,
+    allocated: Allocation | None,
+    actuated: Allocation | None,
+) -> tuple[ContainerStatus, ...] | None:
+    """convertContainerStatusResources: ``allocatedResources`` (the allocated requests) and
+    ``resources`` (what runs: the provider's word, else what it was given) on each container
+    the provider reported; a container that does not run shows its allocation."""
+    if statuses is None or allocated is None:
+        return statuses
+    names = {cs.name for cs in reported or () if isinstance(cs, ContainerStatus)}
+    out = []
+    for cs in statuses:
+        alloc = allocated.get(cs.name)
+        if cs.name in names and alloc is not None:
+            resources = cs.resources
+            if cs.state.running is None or not isinstance(resources, dict):
+                applied = (
+                    actuated.get(cs.name) if actuated is not None and cs.state.running is not None else None
+                )
+                resources = applied if applied is not None else alloc
+            requests = alloc.get("requests")
+            if cs.allocated_resources is not requests or cs.resources is not resources:
+                cs = cs.replace(allocated_resources=requests, resources=resources)
+        out.append(cs)
+    return tuple(out)
 
 
 class _Garbage(ValueError):
@@ -251,8 +312,11 @@ class NodeAgent:
         clock: Callable[[], datetime] = utcnow,
         runtime: NodeRuntime | None = None,
         heartbeat_client: Any = None,
+        cpu_manager_policy: str = "none",
     ) -> None:
         self.client = client
+        # The kubelet's --cpu-manager-policy: "static" makes a Guaranteed pod's cpu resize infeasible.
+        self.cpu_manager_policy = cpu_manager_policy
         self.provider = provider
         self.node_name = node_name
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:12]}"
@@ -299,6 +363,8 @@ class NodeAgent:
         self.manager: Manager = new_manager(client, self.pods, _Safety(self), **options)
 
         self._states: dict[str, _PodState] = {}
+        # Pods whose resize is deferred: tried again when room may have been freed.
+        self._deferred: set[str] = set()
         self._lock = threading.RLock()
         self._provider_uids: set[str] = set()
         self._provider_pods: dict[str, Pod] = {}
@@ -816,9 +882,16 @@ class NodeAgent:
             return
         if state.deleting or state.rejected:
             return
-        if _non_kubelet_conditions(old) != _non_kubelet_conditions(pod) and state.last_report is not None:
-            # A readiness gate moved: Ready must follow.
+        if state.last_report is not None and (
+            _non_kubelet_conditions(old) != _non_kubelet_conditions(pod)
+            or old.metadata.generation != pod.metadata.generation
+        ):
+            # A readiness gate moved: Ready must follow. A new generation of the pod: the
+            # status says it has been seen (observedGeneration), as the kubelet's next sync does.
             self._tasks.submit(pod.uid, self._republish, pod.uid)
+        if old.spec != pod.spec and state.allocated is not None:
+            # Resources may have changed (pods/resize): decide before the provider hears of it.
+            self._tasks.submit(pod.uid, self._resize, pod.uid, False)
         if state.created and (
             old.spec != pod.spec
             or old.metadata.labels != pod.metadata.labels
@@ -830,6 +903,7 @@ class NodeAgent:
         # Under self._lock.
         uid = pod.uid
         state = _PodState(pod=pod)
+        state.allocated = state.actuated = _initial_allocation(pod)
         self._states[uid] = state
         self.pods.add_pod(pod)
         if is_terminal_phase(pod.status.phase):
@@ -858,8 +932,16 @@ class NodeAgent:
             return
         state.admitted = True
         self._tasks.submit(uid, self._create_pod, uid)
+        if adopted and not same_allocation(allocation_of_pod(pod), state.allocated):
+            # A resize the agent had not finished (or not seen) before it restarted.
+            self._tasks.submit(uid, self._resize, uid, True)
 
     def _seed(self, state: _PodState) -> None:
+        # A resize pending or in progress when the agent stopped is still so (the kubelet
+        # backfills them at start): without this the next status would drop the conditions.
+        self.manager.backfill_pod_resize_conditions([state.pod])
+        if self.manager.is_pod_resize_deferred(state.pod.uid):
+            self._deferred.add(state.pod.uid)
         try:
             self.manager.set_pod_status(state.pod, state.pod.status)
         except InvalidObjectError as err:
@@ -909,7 +991,10 @@ class NodeAgent:
             self.deleted_uids.add(pod.uid)
             self.pods.remove_pod(pod)
             keep = set(self._states)
+            self._deferred.discard(pod.uid)
         self.manager.remove_orphaned_statuses(keep)
+        if state is not None and state.allocated is not None and self._deferred:
+            self._retry_deferred_resizes()  # what it held is free
         if state is not None and not state.stopped and (state.created or pod.uid in self._provider_uids):
             # Deleted at once (grace 0, or a force delete): the provider must still stop it.
             self._tasks.submit(pod.uid, self._provider_delete, pod, 0)
@@ -925,7 +1010,9 @@ class NodeAgent:
             state.created = True  # it survived our restart: nothing to create
         else:
             try:
-                self.calls.call("create_pod", self.provider.create_pod, pod)
+                allocated = state.allocated
+                self.calls.call("create_pod", self.provider.create_pod, self._allocated_pod(state))
+                state.actuated = allocated  # it runs as allocated now
             except ProviderError as err:
                 state.create_failures += 1
                 delay = min(self.create_retry_max, 2.0 ** (state.create_failures - 1))
@@ -967,11 +1054,144 @@ class NodeAgent:
         state = self._states.get(uid)
         if state is None or state.deleting:
             return
+        allocated = state.allocated
         try:
-            self.calls.call("update_pod", self.provider.update_pod, state.pod)
+            # The provider runs the pod as allocated: a deferred resize is not its business yet.
+            self.calls.call("update_pod", self.provider.update_pod, self._allocated_pod(state))
         except ProviderError as err:
             _log(logging.WARNING, "provider could not update the pod", pod=state.pod.key(), error=err)
             self.recorder.event(ObjectRef.for_pod(state.pod), WARNING, "FailedUpdate", str(err))
+            if allocated is not state.actuated and self._resize_in_progress(uid):
+                self._resize_error(state, str(err))
+            return
+        if allocated is not state.actuated:
+            state.actuated = allocated
+            if self._resize_in_progress(uid):
+                # Applied: a fresh report tells whether the resize is done.
+                self._refresh_status(uid)
+                if state.last_report is not None:
+                    self.report(uid, state.last_report)
+
+    # -- in-place resize (the kubelet's allocation manager) --------------------------------------
+
+    def _allocated_pod(self, state: _PodState) -> Pod:
+        """The pod with the resources the agent allocated it (the spec may ask for more)."""
+        pod, allocated = state.pod, state.allocated
+        if allocated is None or same_allocation(allocation_of_pod(pod), allocated):
+            return pod
+        spec = pod.spec.to_dict()
+        for key in ("initContainers", "containers"):
+            for c in spec.get(key) or ():
+                resources = allocated.get(c.get("name"))
+                if resources is not None:
+                    c["resources"] = {**(c.get("resources") or {}), **resources}
+                    for part in ("limits", "requests"):
+                        if part not in resources:
+                            c["resources"].pop(part, None)
+        return pod.replace(spec=type(pod.spec).from_dict(spec))
+
+    def _resize_in_progress(self, uid: str) -> bool:
+        return any(c.type == POD_RESIZE_IN_PROGRESS for c in self.manager.get_pod_resize_conditions(uid))
+
+    def _resize(self, uid: str, actuate: bool) -> None:
+        """handlePodResourcesResize: the spec's resources against the allocation; accept, defer or refuse."""
+        state = self._states.get(uid)
+        if state is None or state.allocated is None or state.deleting or state.stopped or state.rejected:
+            return
+        pod = state.pod
+        spec = pod.spec.to_dict()
+        desired = allocation_of(spec)
+        generation = pod.metadata.generation or 0
+        if same_allocation(desired, state.allocated):
+            # Nothing to do, or a resize asked back: no longer pending.
+            with self._lock:
+                self._deferred.discard(uid)
+            if any(c.type == POD_RESIZE_PENDING for c in self.manager.get_pod_resize_conditions(uid)):
+                self.manager.clear_pod_resize_pending_condition(uid)
+                self._republish(uid)
+            return
+        others = [
+            pod_requests(s.pod.spec.to_dict(), s.allocated)
+            for s in self.pod_states().values()
+            if s is not state
+            and s.allocated is not None
+            and s.admitted
+            and not s.stopped
+            and not is_terminal_phase(s.pod.status.phase)
+        ]
+        decision = decide(
+            spec,
+            state.allocated,
+            others,
+            self._description.allocatable_or_capacity(),
+            qos_class=pod.status.qos_class,
+            cpu_manager_policy=self.cpu_manager_policy,
+        )
+        ref = ObjectRef.for_pod(pod)
+        with self._lock:
+            if decision.outcome == DEFERRED:
+                self._deferred.add(uid)
+            else:
+                self._deferred.discard(uid)
+        if decision.outcome != ACCEPTED:
+            if self.manager.set_pod_resize_pending_condition(
+                uid, decision.reason, decision.message, generation
+            ):
+                reason = "ResizeInfeasible" if decision.reason == INFEASIBLE else "ResizeDeferred"
+                text = resize_message(f"Pod resize {decision.reason}", spec, generation, decision.message)
+                self.recorder.event(ref, WARNING, reason, text)
+            _log(logging.INFO, "pod resize pending", pod=pod.key(), podUID=uid, reason=decision.reason,
+                 detail=decision.message)  # fmt: skip
+            self._republish(uid)
+            return
+        state.allocated = desired
+        self.manager.clear_pod_resize_pending_condition(uid)
+        # A new allocation restarts the in-progress condition at this generation.
+        self.manager.clear_pod_resize_in_progress_condition(uid)
+        self.manager.set_pod_resize_in_progress_condition(uid, "", "", generation)
+        self.recorder.event(
+            ref, NORMAL, "ResizeStarted", resize_message("Pod resize started", spec, generation)
+        )
+        _log(logging.INFO, "pod resize accepted", pod=pod.key(), podUID=uid, generation=generation)
+        self._republish(uid)
+        if actuate and state.created:
+            self._update_pod(uid)
+        if self._deferred:
+            self._retry_deferred_resizes()  # a smaller allocation may let a deferred one in
+
+    def _resize_error(self, state: _PodState, message: str) -> None:
+        generation = state.pod.metadata.generation or 0
+        observed, updated = self.manager.set_pod_resize_in_progress_condition(
+            state.pod.uid, "Error", message, generation
+        )
+        if updated:
+            text = resize_message("Pod resize error", state.pod.spec.to_dict(), observed, message)
+            self.recorder.event(ObjectRef.for_pod(state.pod), WARNING, "ResizeError", text)
+        self._republish(state.pod.uid)
+
+    def _retry_deferred_resizes(self) -> None:
+        with self._lock:
+            waiting = list(self._deferred)
+        for uid in waiting:
+            self._tasks.submit(uid, self._resize, uid, True)
+
+    def _check_resize_done(self, state: _PodState, statuses: Iterable[ContainerStatus]) -> None:
+        """IsPodResizeInProgress: running containers as allocated end the in-progress condition."""
+        allocated = state.allocated
+        if allocated is None or not self._resize_in_progress(state.pod.uid):
+            return
+        for cs in statuses:
+            if cs.state.running is not None and not same_resources(cs.resources, allocated.get(cs.name)):
+                return
+        generation, cleared = self.manager.clear_pod_resize_in_progress_condition(state.pod.uid)
+        if cleared:
+            spec = self._allocated_pod(state).spec.to_dict()
+            self.recorder.event(
+                ObjectRef.for_pod(state.pod),
+                NORMAL,
+                "ResizeCompleted",
+                resize_message("Pod resize completed", spec, generation),
+            )
 
     def _republish(self, uid: str) -> None:
         state = self._states.get(uid)
@@ -1081,6 +1301,9 @@ class NodeAgent:
         base = self.manager.get_pod_status(pod.uid) or pod.status
         inits = self._containers(status.init_container_statuses, pod.spec.init_containers or (), base, True)
         mains = self._containers(status.container_statuses, pod.spec.containers, base, False)
+        inits = _with_resources(inits, status.init_container_statuses, state.allocated, state.actuated)
+        mains = _with_resources(mains, status.container_statuses, state.allocated, state.actuated)
+        self._check_resize_done(state, (*(inits or ()), *(mains or ())))
         phase = status.phase
         if phase == "Pending" and base.phase == "Running":
             # Containers waiting again (restarts, a resumed pod) do not make a running pod Pending.
@@ -1095,17 +1318,28 @@ class NodeAgent:
             for c in status.conditions or ()
             if isinstance(c, PodCondition) and not is_kubelet_owned(c.type) and c.type not in known
         ]
+        # The kubelet's conditions carry the pod generation they were made for (KEP-5067).
+        generation = calculate_pod_condition_observed_generation(base, pod.metadata.generation, POD_SCHEDULED)
+        # The manager's resize conditions go out with every status, as the kubelet adds them.
+        conditions += self.manager.get_pod_resize_conditions(pod.uid)
         started = bool(status.pod_ip) or any(cs.state.waiting is None for cs in every)
-        conditions.append(PodCondition(type=POD_SCHEDULED, status="True"))
+        conditions.append(PodCondition(type=POD_SCHEDULED, status="True", observed_generation=generation))
         conditions.append(
             PodCondition(
                 type=POD_READY_TO_START_CONTAINERS,
                 status="True" if started and not is_terminal_phase(phase) else "False",
+                observed_generation=generation,
             )
         )
-        conditions.append(generate_pod_initialized_condition(pod.spec, every, phase))
-        conditions.append(generate_containers_ready_condition(pod.spec, every, phase))
-        conditions.append(generate_pod_ready_condition(pod.spec, conditions, every, phase))
+        conditions.append(
+            generate_pod_initialized_condition(pod.spec, every, phase, pod=pod, old_status=base)
+        )
+        conditions.append(
+            generate_containers_ready_condition(pod.spec, every, phase, pod=pod, old_status=base)
+        )
+        conditions.append(
+            generate_pod_ready_condition(pod.spec, conditions, every, phase, pod=pod, old_status=base)
+        )
         host_ip = next(
             (a.get("address") for a in self._description.addresses if a.get("type") == "InternalIP"), None
         )

@@ -32,10 +32,12 @@ from .simulated import SimulatedProvider
 __all__ = [
     "JsonFormatter",
     "add_parser",
+    "cluster_client",
     "heartbeat_lanes",
     "load_provider",
     "node_names",
     "run",
+    "say",
     "shared_runtime",
     "sync_connections",
 ]
@@ -62,9 +64,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--kubeconfig", default=None, help="kubeconfig file")
     p.add_argument("--context", default=None, help="kubeconfig context")
-    p.add_argument("--name", default="vn", help="node name (with --nodes N: <name>-1 .. <name>-N)")
     p.add_argument(
-        "--nodes", type=int, default=1, help="virtual nodes in this process (one shared pod watch)"
+        "--name",
+        default=None,
+        help="node name, used as given for one node (default vn-1); with --nodes N the nodes are "
+        "<name>-1 .. <name>-N (default vn-1 .. vn-N)",
+    )
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="virtual nodes in this process (one shared pod watch), named <name>-1 .. <name>-N",
     )
     p.add_argument(
         "--provider",
@@ -99,15 +109,28 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="which Events to write: all (the kubelet's, Normal and Warning), warning, or none; "
         "simulators of many nodes that do not need the kubelet's Normal events write only warnings",
     )
+    p.add_argument(
+        "--cpu-manager-policy",
+        choices=("none", "static"),
+        default="none",
+        help="the kubelet's CPU manager policy the node acts by: with static, an in-place resize of a "
+        "Guaranteed pod's cpu is Infeasible (default none)",
+    )
     p.add_argument("--log-format", choices=("text", "json"), default="text", help="log line format")
     return p
 
 
-def node_names(name: str, count: int) -> list[str]:
-    """``vn`` and 1 -> ``vn-1``; a name ending in a number is used as it is for one node."""
+DEFAULT_NAME = "vn"
+
+
+def node_names(name: str | None, count: int) -> list[str]:
+    """One node: ``name`` as given (default ``vn-1``); N nodes: ``<name>-1`` .. ``<name>-N``.
+
+    A name given for one node is never changed: pods bound to ``vn-bar`` must find ``vn-bar``.
+    """
     if count == 1:
-        return [name if name[-1:].isdigit() else f"{name}-1"]
-    return [f"{name}-{i}" for i in range(1, count + 1)]
+        return [name or f"{DEFAULT_NAME}-1"]
+    return [f"{name or DEFAULT_NAME}-{i}" for i in range(1, count + 1)]
 
 
 def heartbeat_lanes(nodes: int) -> int:
@@ -146,12 +169,29 @@ def load_provider(spec: str | None, node_name: str, index: int) -> Any:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"--provider must be module:Class, got {spec!r}")
-    cls = getattr(importlib.import_module(module_name), attr)
+    # As with `python -m`, a module in the current folder is found (the console script's path
+    # starts at its own bin folder instead). Appended, so it shadows no installed module.
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as err:  # not found, or the module itself failed while loading
+        raise ValueError(
+            f"--provider {spec}: cannot import {module_name}: {type(err).__name__}: {err}"
+        ) from err
+    cls = getattr(module, attr, None)
+    if cls is None:
+        raise ValueError(f"--provider {spec}: module {module_name} has no attribute {attr}")
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
         params = {}  # type: ignore[assignment]
-    return cls(node_name=node_name) if "node_name" in params else cls()
+    try:
+        return cls(node_name=node_name) if "node_name" in params else cls()
+    except Exception as err:
+        raise ValueError(
+            f"--provider {spec}: creating the provider failed: {type(err).__name__}: {err}"
+        ) from err
 
 
 class JsonFormatter(logging.Formatter):
@@ -173,15 +213,44 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out)
 
 
-def _client(args: argparse.Namespace, counter: Any, pool_maxsize: int = 16) -> Any:
+def say(message: str, *, json_lines: bool, error: bool = False, **fields: Any) -> None:
+    """A line for the operator (started, stopped, why it gave up): plain, or with
+    ``--log-format json`` one JSON object as the log lines are, so every line parses."""
+    if json_lines:
+        level = logging.ERROR if error else logging.INFO
+        record = logging.LogRecord(log.name, level, __file__, 0, message, None, None)
+        record.podstatus = fields
+        message = JsonFormatter().format(record)
+    print(message, file=sys.stderr if error else sys.stdout, flush=True)
+
+
+def cluster_client(kubeconfig: str | None, context: str | None, **kwargs: Any) -> Any:
+    """A client as kubectl finds its cluster: ``kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``,
+    else the pod's service account. Every mistake is a ``ValueError`` saying what was tried."""
     from ..clients.http import HttpKubeClient
 
     home = Path.home() / ".kube" / "config"
-    if args.kubeconfig or args.context or os.environ.get("KUBECONFIG") or home.exists():
-        return HttpKubeClient.from_kubeconfig(
-            args.kubeconfig, context=args.context, requests=counter, pool_maxsize=pool_maxsize
-        )
-    return HttpKubeClient.in_cluster(requests=counter, pool_maxsize=pool_maxsize)
+    env = os.environ.get("KUBECONFIG")
+    if kubeconfig is not None and not Path(kubeconfig).is_file():
+        raise ValueError(f"--kubeconfig {kubeconfig}: no such file")
+    try:
+        if kubeconfig or context or env or home.exists():
+            return HttpKubeClient.from_kubeconfig(kubeconfig, context=context, **kwargs)
+        return HttpKubeClient.in_cluster(**kwargs)
+    except (ValueError, OSError):
+        raise
+    except Exception as err:  # kubernetes.config's ConfigException and friends
+        if kubeconfig or context or env or home.exists():
+            where = kubeconfig or env or home
+            raise ValueError(f"cannot load the cluster's configuration from {where}: {err}") from err
+        raise ValueError(
+            "no cluster to talk to: give --kubeconfig, set KUBECONFIG, or write ~/.kube/config "
+            f"(in a pod: its service account, with KUBERNETES_SERVICE_HOST and _PORT set): {err}"
+        ) from err
+
+
+def _client(args: argparse.Namespace, counter: Any, pool_maxsize: int = 16) -> Any:
+    return cluster_client(args.kubeconfig, args.context, requests=counter, pool_maxsize=pool_maxsize)
 
 
 class _Endpoints(BaseHTTPRequestHandler):
@@ -222,7 +291,8 @@ def serve_endpoints(
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.log_format == "json":
+    json_lines = args.log_format == "json"
+    if json_lines:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(JsonFormatter())
         root = logging.getLogger()
@@ -273,6 +343,7 @@ def run(args: argparse.Namespace) -> int:
             watch=False,
             runtime=runtime,
             heartbeat_client=heartbeat_client,
+            cpu_manager_policy=args.cpu_manager_policy,
         )
         for i, name in enumerate(names)
     ]
@@ -299,19 +370,22 @@ def run(args: argparse.Namespace) -> int:
         group.start_agents()
         group.watcher.start()
     except LeaseHeldError as err:
-        print(f"error: {err}", file=sys.stderr)
+        say(f"error: {err}", json_lines=json_lines, error=True)
         runtime.close()
         return EXIT_LEASE_HELD
-    print(
+    say(
         f"podstatus node: {len(names)} node(s) {', '.join(names[:5])}{' ...' if len(names) > 5 else ''} "
         f"running against {client.base_url} (on stop: {args.on_stop})",
-        flush=True,
+        json_lines=json_lines,
+        nodes=len(names),
+        server=client.base_url,
+        onStop=args.on_stop,
     )
     report_pending(metrics, agents)
     try:
         while not stop.wait(1.0):
             if all(a.lost for a in agents):
-                print("error: every node was taken over by another agent", file=sys.stderr)
+                say("error: every node was taken over by another agent", json_lines=json_lines, error=True)
                 break
     finally:
         group.stop(args.on_stop)
@@ -319,5 +393,5 @@ def run(args: argparse.Namespace) -> int:
             server.shutdown()
         client.close()
         heartbeat_client.close()
-    print("podstatus node: stopped", flush=True)
+    say("podstatus node: stopped", json_lines=json_lines)
     return 0

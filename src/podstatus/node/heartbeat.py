@@ -347,6 +347,12 @@ def build_node(node_name: str, description: NodeDescription) -> dict[str, Any]:
     return node
 
 
+# What a v1.37 kubelet with its default feature gates declares for in-place resize
+# (nodedeclaredfeatures: the names sorted). kube-apiserver's NodeDeclaredFeatureValidator
+# refuses a resize of an init container, or of pod-level resources, on a node without them.
+DECLARED_FEATURES = ("InPlacePodLevelResourcesVerticalScaling", "InPlacePodVerticalScalingInitContainers")
+
+
 def status_body(node_name: str, description: NodeDescription) -> dict[str, Any]:
     return {
         "capacity": dict(description.capacity),
@@ -354,6 +360,7 @@ def status_body(node_name: str, description: NodeDescription) -> dict[str, Any]:
         "addresses": [dict(a) for a in description.addresses],
         "nodeInfo": {**node_system_info(node_name), **dict(description.node_info)},
         "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "declaredFeatures": list(DECLARED_FEATURES),
     }
 
 

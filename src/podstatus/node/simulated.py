@@ -38,6 +38,7 @@ from ..types import (
 )
 from ..workloads import behaviour_of
 from .provider import NodeDescription, PodNotifier
+from .resize import allocation_of_pod, same_resources
 from .runtime import shared_timer
 
 __all__ = ["SimContainer", "SimPod", "SimulatedProvider", "Timings"]
@@ -67,6 +68,7 @@ class Timings:
     crash_backoff_max: float = 4.0
     stop: tuple[float, float] = (0.1, 0.8)
     gate: tuple[float, float] = (0.2, 1.0)
+    resize: tuple[float, float] = (0.1, 0.5)  # applying an in-place resize to a running container
 
 
 @dataclass
@@ -86,6 +88,7 @@ class SimContainer:
     last_terminated: ContainerStateTerminated | None = None
     container_id: str = ""
     backoff: float = 0.0
+    resources: dict[str, Any] | None = None  # what runs (requests/limits), reported while running
 
     @property
     def field_path(self) -> str:
@@ -120,6 +123,7 @@ class SimContainer:
             else "",
             container_id=self.container_id or None,
             started=self.started,
+            resources=self.resources if self.state == "running" else None,
         )
 
 
@@ -229,6 +233,17 @@ class SimulatedProvider:
 
     def update_pod(self, pod: Pod) -> None:
         self.observe(pod)
+        with self._lock:
+            sim = self._sims.get(pod.uid)
+            if sim is None or sim.deleting:
+                return
+            wanted = allocation_of_pod(pod)
+            for c in sim.all_containers():
+                new = wanted.get(c.name)
+                if new is not None and not same_resources(new, c.resources):
+                    # An in-place resize (the pod comes as the agent allocated it): applied after a while.
+                    self._after(sim, self.timings.resize, self._resized, c, new)
+            self._settle(sim)
 
     def delete_pod(self, pod: Pod, grace_period_seconds: int) -> None:
         with self._lock:
@@ -291,6 +306,9 @@ class SimulatedProvider:
             )
             for c in pod.spec.containers
         ]
+        allocated = allocation_of_pod(pod)
+        for c in [*inits, *containers]:
+            c.resources = allocated.get(c.name)
         n = next(self._ip_counter)
         return SimPod(
             pod=pod,
@@ -313,6 +331,8 @@ class SimulatedProvider:
                 continue
             c.restart_count = cs.restart_count
             c.container_id = cs.container_id or ""
+            if isinstance(cs.resources, dict):
+                c.resources = dict(cs.resources)
             c.ready = cs.ready
             c.started = cs.started
             c.last_terminated = cs.last_state.terminated
@@ -466,6 +486,10 @@ class SimulatedProvider:
         sim.init_index += 1
         self._publish(sim)
         self._next_init_or_main(sim)
+
+    def _resized(self, sim: SimPod, c: SimContainer, resources: dict[str, Any]) -> None:
+        c.resources = resources
+        self._publish(sim)
 
     def _sidecar_started(self, sim: SimPod, c: SimContainer) -> None:
         c.started = True

@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConflictError, UnprocessableEntityError, status_body
-from . import fieldschema
+from . import fieldschema, yamlbounds
 from . import fieldsets as fs
 from .fieldsets import FieldSetError, Node, Schema
 
@@ -82,6 +82,8 @@ _STRIPPED_META = frozenset((
 _RESET: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
     ("Pod", ""): (("status",),),
     ("Pod", "status"): (("spec",), ("metadata", "deletionTimestamp"), ("metadata", "ownerReferences")),
+    # podResizeStrategy keeps only containers' resources and resizePolicy: the rest is the stored pod.
+    ("Pod", "resize"): (("status",),),
     ("Node", ""): (("status",),),
     ("Node", "status"): (("spec",),),
     ("Namespace", ""): (("status",),),
@@ -522,11 +524,13 @@ def parse_apply_body(body: bytes | str | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(body, Mapping):
         return json.loads(json.dumps(body))
     try:
-        data = yaml.safe_load(body if isinstance(body, str) else bytes(body).decode("utf-8"))
+        # Bounded as kube-apiserver's go-yaml: no alias bombs, no nesting deep enough to recurse on.
+        text = body if isinstance(body, str) else bytes(body).decode("utf-8")
+        data = yamlbounds.load(text)
     except yaml.MarkedYAMLError as err:
-        # The real server's words around its own YAML parser's message (PyYAML's differs).
-        line = err.problem_mark.line + 1 if err.problem_mark is not None else 1
-        raise _bad_request(f"error encoding patch: yaml: line {line}: {err.problem}") from None
+        # The real server's words around its own YAML parser's message: libyaml's, which
+        # go-yaml ports, placed as go-yaml places them.
+        raise _bad_request(f"error encoding patch: yaml: {_go_yaml_where(err)}{err.problem}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise _bad_request(f"error encoding patch: yaml: {err}") from None
     if data is None:
@@ -539,6 +543,17 @@ def parse_apply_body(body: bytes | str | Mapping[str, Any]) -> dict[str, Any]:
     # YAML may give non-JSON scalars (dates); the wire form is JSON.
     result: dict[str, Any] = json.loads(json.dumps(data, default=str))
     return result
+
+
+def _go_yaml_where(err: yaml.MarkedYAMLError) -> str:
+    """``line N: `` as go-yaml's ``parser.fail`` words it (nothing for line 0)."""
+    line = 0
+    if err.problem_mark is not None and err.problem_mark.line:
+        # go-yaml counts lines from 0 but adds one for a scanner's error only.
+        line = err.problem_mark.line + (1 if isinstance(err, yaml.scanner.ScannerError) else 0)
+    elif err.context_mark is not None and err.context_mark.line:
+        line = err.context_mark.line
+    return f"line {line}: " if line else ""
 
 
 def _go_type(value: Any) -> str:

@@ -2,9 +2,10 @@
 
 - Discovery: ``/version``, ``/api``, ``/api/v1``, ``/apis`` (the legacy form; clients
   that ask for aggregated discovery accept it when the Content-Type says so).
-- OpenAPI v3 for core/v1 (``/openapi/v3`` and ``/openapi/v3/api/v1``): ``kubectl
-  apply`` reads it to learn that the server does field validation and how to merge
-  lists, and fails without it. Schemas are permissive where detail buys nothing.
+- OpenAPI (``/openapi/v3``, ``/openapi/v3/api/v1``, ``/openapi/v3/apis/GROUP/v1``,
+  ``/openapi/v2``): Kubernetes' own documents for the served kinds. ``kubectl apply``
+  reads them to learn that the server does field validation and how to merge lists
+  (and fails without them); ``kubectl explain`` prints their descriptions.
 - Server-side printing: the ``Table`` (meta.k8s.io/v1) that ``kubectl get`` asks
   for, with the columns and cell logic of the real server's printers.
 """
@@ -12,15 +13,18 @@
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from importlib import resources
 from typing import Any
 
 import msgspec
 
-from . import schema
+from . import reviews
 from .store import RESOURCES, Stored
 
 __all__ = [
@@ -110,6 +114,7 @@ def api_resource_list() -> dict[str, Any]:
             sub("pods/binding", "Binding", True, ["create"]),
             # kubectl drain evicts only when this names its group and version (policy/v1).
             {**sub("pods/eviction", "Eviction", True, ["create"]), "group": "policy", "version": "v1"},
+            sub("pods/resize", "Pod", True, ["get", "patch", "update"]),
             sub("pods/status", "Pod", True, ["get", "patch", "update"]),
             {
                 "name": "events",
@@ -123,432 +128,56 @@ def api_resource_list() -> dict[str, Any]:
     }
 
 
-# -- OpenAPI v3 -----------------------------------------------------------------------
-
-_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-_CORE = "io.k8s.api.core.v1."
-_PATCH_TYPES = (
-    "application/json-patch+json",
-    "application/merge-patch+json",
-    "application/strategic-merge-patch+json",
-    "application/apply-patch+yaml",
-)
-
-
-def _ref(name: str) -> dict[str, Any]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _obj(properties: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    if properties:
-        schema["properties"] = properties
-    schema.update(extra)
-    return schema
-
-
-def _merge_list(item: str, key: str) -> dict[str, Any]:
-    return {
-        "type": "array",
-        "items": {"default": {}, "allOf": [_ref(item)]},
-        "x-kubernetes-list-map-keys": [key],
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-patch-merge-key": key,
-        "x-kubernetes-patch-strategy": "merge",
-    }
-
-
-def _embedded(name: str) -> dict[str, Any]:
-    return {"default": {}, "allOf": [_ref(name)]}
-
-
-_STR: dict[str, Any] = {"type": "string"}
-_STR_MAP: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string", "default": ""}}
-
-
-def _gvk(kind: str, group: str = "", version: str = "v1") -> list[dict[str, str]]:
-    return [{"group": group, "kind": kind, "version": version}]
-
-
-def _top(kind: str, spec: str | None, status: str | None) -> dict[str, Any]:
-    props: dict[str, Any] = {"apiVersion": _STR, "kind": _STR, "metadata": _embedded(_META + "ObjectMeta")}
-    if spec:
-        props["spec"] = _embedded(spec)
-    if status:
-        props["status"] = _embedded(status)
-    return {
-        "description": f"{kind} (served by the podstatus embedded API server).",
-        "type": "object",
-        "properties": props,
-        "x-kubernetes-group-version-kind": _gvk(kind),
-    }
-
-
-def _list(kind: str, item: str) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "apiVersion": _STR,
-            "kind": _STR,
-            "items": {"type": "array", "items": _embedded(item)},
-            "metadata": _embedded(_META + "ListMeta"),
-        },
-        "x-kubernetes-group-version-kind": _gvk(kind + "List"),
-    }
-
-
-def _schemas() -> dict[str, Any]:
-    container = _obj(
-        {
-            "name": _STR,
-            "image": _STR,
-            "env": _merge_list(_CORE + "EnvVar", "name"),
-            "ports": _merge_list(_CORE + "ContainerPort", "containerPort"),
-            "volumeMounts": _merge_list(_CORE + "VolumeMount", "mountPath"),
-            "volumeDevices": _merge_list(_CORE + "VolumeDevice", "devicePath"),
-        },
-        required=["name"],
-    )
-    return {
-        _CORE + "Pod": _top("Pod", _CORE + "PodSpec", _CORE + "PodStatus"),
-        _CORE + "PodList": _list("Pod", _CORE + "Pod"),
-        _CORE + "PodSpec": _obj(
-            {
-                "containers": _merge_list(_CORE + "Container", "name"),
-                "initContainers": _merge_list(_CORE + "Container", "name"),
-                "ephemeralContainers": _merge_list(_CORE + "EphemeralContainer", "name"),
-                "volumes": {
-                    **_merge_list(_CORE + "Volume", "name"),
-                    "x-kubernetes-patch-strategy": "merge,retainKeys",
-                },
-                "imagePullSecrets": _merge_list(_CORE + "LocalObjectReference", "name"),
-                "hostAliases": _merge_list(_CORE + "HostAlias", "ip"),
-                "readinessGates": {"type": "array", "items": _embedded(_CORE + "PodReadinessGate")},
-                "nodeName": _STR,
-                "restartPolicy": _STR,
-            }
-        ),
-        _CORE + "PodStatus": _obj(
-            {
-                "phase": _STR,
-                "conditions": _merge_list(_CORE + "PodCondition", "type"),
-                "podIPs": _merge_list(_CORE + "PodIP", "ip"),
-                "hostIPs": _merge_list(_CORE + "HostIP", "ip"),
-                "containerStatuses": {"type": "array", "items": _embedded(_CORE + "ContainerStatus")},
-                "initContainerStatuses": {"type": "array", "items": _embedded(_CORE + "ContainerStatus")},
-            }
-        ),
-        _CORE + "Container": container,
-        _CORE + "EphemeralContainer": container,
-        _CORE + "EnvVar": _obj({"name": _STR}, required=["name"]),
-        _CORE + "ContainerPort": _obj({"containerPort": {"type": "integer", "format": "int32"}}),
-        _CORE + "VolumeMount": _obj({"mountPath": _STR, "name": _STR}),
-        _CORE + "VolumeDevice": _obj({"devicePath": _STR, "name": _STR}),
-        _CORE + "Volume": _obj({"name": _STR}, required=["name"]),
-        _CORE + "LocalObjectReference": _obj({"name": _STR}),
-        _CORE + "HostAlias": _obj({"ip": _STR}),
-        _CORE + "PodReadinessGate": _obj({"conditionType": _STR}, required=["conditionType"]),
-        _CORE + "PodCondition": _obj({"type": _STR, "status": _STR}, required=["type", "status"]),
-        _CORE + "PodIP": _obj({"ip": _STR}, required=["ip"]),
-        _CORE + "HostIP": _obj({"ip": _STR}, required=["ip"]),
-        _CORE + "ContainerStatus": _obj({"name": _STR, "ready": {"type": "boolean"}}),
-        _CORE + "Node": _top("Node", _CORE + "NodeSpec", _CORE + "NodeStatus"),
-        _CORE + "NodeList": _list("Node", _CORE + "Node"),
-        _CORE + "NodeSpec": _obj({"podCIDR": _STR, "unschedulable": {"type": "boolean"}}),
-        _CORE + "NodeStatus": _obj(
-            {
-                "conditions": _merge_list(_CORE + "NodeCondition", "type"),
-                "addresses": _merge_list(_CORE + "NodeAddress", "type"),
-            }
-        ),
-        _CORE + "NodeCondition": _obj({"type": _STR, "status": _STR}, required=["type", "status"]),
-        _CORE + "NodeAddress": _obj({"type": _STR, "address": _STR}, required=["type", "address"]),
-        _CORE + "Event": _top("Event", None, None),
-        _CORE + "EventList": _list("Event", _CORE + "Event"),
-        _CORE + "Namespace": _top("Namespace", None, None),
-        _CORE + "NamespaceList": _list("Namespace", _CORE + "Namespace"),
-        _CORE + "Binding": {
-            "type": "object",
-            "required": ["target"],
-            "properties": {
-                "apiVersion": _STR,
-                "kind": _STR,
-                "metadata": _embedded(_META + "ObjectMeta"),
-                "target": _obj({"name": _STR}),
-            },
-            "x-kubernetes-group-version-kind": _gvk("Binding"),
-        },
-        _META + "ObjectMeta": _obj(
-            {
-                "name": _STR,
-                "generateName": _STR,
-                "namespace": _STR,
-                "uid": _STR,
-                "resourceVersion": _STR,
-                "generation": {"type": "integer", "format": "int64"},
-                "creationTimestamp": {"type": "string", "format": "date-time"},
-                "deletionTimestamp": {"type": "string", "format": "date-time"},
-                "deletionGracePeriodSeconds": {"type": "integer", "format": "int64"},
-                "labels": _STR_MAP,
-                "annotations": _STR_MAP,
-                "finalizers": {
-                    "type": "array",
-                    "items": {"type": "string", "default": ""},
-                    "x-kubernetes-list-type": "set",
-                    "x-kubernetes-patch-strategy": "merge",
-                },
-                "ownerReferences": _merge_list(_META + "OwnerReference", "uid"),
-                "managedFields": {"type": "array", "items": _embedded(_META + "ManagedFieldsEntry")},
-            }
-        ),
-        _META + "OwnerReference": _obj(
-            {"apiVersion": _STR, "kind": _STR, "name": _STR, "uid": _STR},
-            required=["apiVersion", "kind", "name", "uid"],
-        ),
-        _META + "ManagedFieldsEntry": _obj(),
-        _META + "ListMeta": _obj(
-            {"resourceVersion": _STR, "continue": _STR, "remainingItemCount": {"type": "integer"}}
-        ),
-        _META + "Status": {
-            "type": "object",
-            "properties": {
-                "apiVersion": _STR,
-                "kind": _STR,
-                "code": {"type": "integer", "format": "int32"},
-                "details": _obj(),
-                "message": _STR,
-                "metadata": _embedded(_META + "ListMeta"),
-                "reason": _STR,
-                "status": _STR,
-            },
-            "x-kubernetes-group-version-kind": _gvk("Status"),
-        },
-        _META + "DeleteOptions": _obj(
-            {
-                "gracePeriodSeconds": {"type": "integer", "format": "int64"},
-                "preconditions": _obj({"uid": _STR, "resourceVersion": _STR}),
-                "propagationPolicy": _STR,
-            },
-            **{"x-kubernetes-group-version-kind": _gvk("DeleteOptions")},
-        ),
-        _META + "Patch": {"type": "object"},
-        _META + "WatchEvent": {
-            "type": "object",
-            "required": ["type", "object"],
-            "properties": {"type": _STR, "object": _obj()},
-        },
-    }
-
-
-def _param(name: str, type_: str = "string") -> dict[str, Any]:
-    return {"name": name, "in": "query", "schema": {"type": type_, "uniqueItems": True}}
-
-
-_WRITE_PARAMS = [_param("dryRun"), _param("fieldManager"), _param("fieldValidation")]
-_LIST_PARAMS = [
-    _param(n, t)
-    for n, t in (
-        ("allowWatchBookmarks", "boolean"),
-        ("continue", "string"),
-        ("fieldSelector", "string"),
-        ("labelSelector", "string"),
-        ("limit", "integer"),
-        ("resourceVersion", "string"),
-        ("resourceVersionMatch", "string"),
-        ("sendInitialEvents", "boolean"),
-        ("timeoutSeconds", "integer"),
-        ("watch", "boolean"),
-    )
-]
-
-
-def _content(schema: dict[str, Any], types: tuple[str, ...] = ("application/json",)) -> dict[str, Any]:
-    return {t: {"schema": schema} for t in types}
-
-
-def _op(kind: str, action: str, schema: str, *, params: list[dict[str, Any]] | None = None,
-        body: dict[str, Any] | None = None, code: str = "200") -> dict[str, Any]:  # fmt: skip
-    op: dict[str, Any] = {
-        "tags": ["core_v1"],
-        "operationId": f"{action}CoreV1{kind}",
-        "responses": {
-            code: {"description": "OK", "content": _content(_ref(schema))},
-            "401": {"description": "Unauthorized"},
-        },
-        "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": {"group": "", "version": "v1", "kind": kind},
-    }
-    if params:
-        op["parameters"] = params
-    if body is not None:
-        op["requestBody"] = body
-    return op
-
-
-def _item_path(kind: str, *, writable: bool = True, deletable: bool = True) -> dict[str, Any]:
-    schema = _CORE + kind
-    path: dict[str, Any] = {"get": _op(kind, "get", schema)}
-    if writable:
-        path["put"] = _op(
-            kind,
-            "put",
-            schema,
-            params=_WRITE_PARAMS,
-            body={"content": _content(_ref(schema)), "required": True},
-        )
-        path["patch"] = _op(
-            kind,
-            "patch",
-            schema,
-            params=[*_WRITE_PARAMS, _param("force", "boolean")],
-            body={"content": _content(_ref(_META + "Patch"), _PATCH_TYPES), "required": True},
-        )
-    if deletable:
-        path["delete"] = _op(
-            kind,
-            "delete",
-            schema,
-            params=[_param("dryRun"), _param("gracePeriodSeconds", "integer"), _param("propagationPolicy")],
-            body={"content": _content(_ref(_META + "DeleteOptions"))},
-        )
-    path["parameters"] = [
-        {"name": "name", "in": "path", "required": True, "schema": {"type": "string", "uniqueItems": True}}
-    ]
-    return path
-
-
-def _collection_path(kind: str, *, creatable: bool = True) -> dict[str, Any]:
-    path: dict[str, Any] = {"get": _op(kind, "list", _CORE + kind + "List", params=_LIST_PARAMS)}
-    if creatable:
-        path["post"] = _op(
-            kind,
-            "post",
-            _CORE + kind,
-            params=_WRITE_PARAMS,
-            body={"content": _content(_ref(_CORE + kind)), "required": True},
-            code="201",
-        )
-    return path
-
-
-def _ns_param(path: dict[str, Any]) -> dict[str, Any]:
-    ns = {
-        "name": "namespace",
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string", "uniqueItems": True},
-    }
-    path["parameters"] = [*path.get("parameters", []), ns]
-    return path
-
-
-def openapi_v3_document() -> dict[str, Any]:
-    """The OpenAPI v3 document of core/v1 (``/openapi/v3/api/v1``)."""
-    paths = {
-        "/api/v1/namespaces": _collection_path("Namespace"),
-        "/api/v1/namespaces/{name}": _item_path("Namespace", deletable=False),
-        "/api/v1/namespaces/{namespace}/pods": _ns_param(_collection_path("Pod")),
-        "/api/v1/namespaces/{namespace}/pods/{name}": _ns_param(_item_path("Pod")),
-        "/api/v1/namespaces/{namespace}/pods/{name}/status": _ns_param(_item_path("Pod", deletable=False)),
-        "/api/v1/nodes": _collection_path("Node"),
-        "/api/v1/nodes/{name}": _item_path("Node"),
-        "/api/v1/nodes/{name}/status": _item_path("Node", deletable=False),
-        "/api/v1/pods": _collection_path("Pod", creatable=False),
-        "/api/v1/events": _collection_path("Event", creatable=False),
-        "/api/v1/namespaces/{namespace}/events": _ns_param(_collection_path("Event")),
-        "/api/v1/namespaces/{namespace}/events/{name}": _ns_param(_item_path("Event")),
-    }
-    return {
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": SERVER_VERSION},
-        "paths": paths,
-        "components": {"schemas": _schemas()},
-    }
-
-
-_DOC: bytes | None = None
-
-
-def openapi_v3_document_bytes() -> bytes:
-    """The encoded document (built once)."""
-    global _DOC
-    if _DOC is None:
-        _DOC = msgspec.json.encode(openapi_v3_document())
-    return _DOC
+# -- OpenAPI ----------------------------------------------------------------------------
+# Kubernetes' own documents (v3 per group-version, and v2), trimmed to what this server serves, in
+# podstatus/data/openapi.json.gz (made by tests/apiserver/gen_openapi.py). kubectl explain prints
+# their descriptions; kubectl apply reads their patch strategies and fieldValidation parameters.
 
 
 @functools.cache
+def _openapi() -> dict[str, Any]:
+    raw = resources.files("podstatus").joinpath("data/openapi.json.gz").read_bytes()
+    data: dict[str, Any] = json.loads(gzip.decompress(raw))
+    for doc in (*data["v3"].values(), data["v2"]):
+        # As kube-apiserver fills it in: the server's version.
+        doc["info"] = {**doc["info"], "version": SERVER_VERSION}
+    return data
+
+
+@functools.cache
+def _openapi_v3_bytes() -> dict[str, bytes]:
+    return {key: msgspec.json.encode(doc) for key, doc in _openapi()["v3"].items()}
+
+
+def openapi_v3_document_bytes(key: str = "api/v1") -> bytes | None:
+    """``/openapi/v3/<key>`` (``api/v1``, ``apis/GROUP/VERSION``), encoded; None when not served."""
+    return _openapi_v3_bytes().get(key)
+
+
+def openapi_v3_document(key: str = "api/v1") -> dict[str, Any] | None:
+    """The decoded document of :func:`openapi_v3_document_bytes`."""
+    doc: dict[str, Any] | None = _openapi()["v3"].get(key)
+    return doc
+
+
+def openapi_v3_group_document_bytes(group: str, version: str) -> bytes | None:
+    """``/openapi/v3/apis/GROUP/VERSION``, or None when not served."""
+    return openapi_v3_document_bytes(f"apis/{group}/{version}")
+
+
 def openapi_v2_document() -> dict[str, Any]:
-    """``/openapi/v2`` (Swagger 2.0, JSON only): the full definitions of the served kinds from
-    the schema the server validates with (see :mod:`.schema`), and their paths."""
-    paths: dict[str, Any] = {}
-    for path, item in openapi_v3_document()["paths"].items():
-        ops: dict[str, Any] = {}
-        for method, op in item.items():
-            if method == "parameters":
-                ops[method] = [_v2_param(p) for p in op]
-                continue
-            v2 = {k: v for k, v in op.items() if k not in ("requestBody", "responses", "parameters")}
-            v2["consumes"] = sorted((op.get("requestBody") or {}).get("content") or {}) or ["*/*"]
-            v2["produces"] = ["application/json"]
-            v2["schemes"] = ["https"]
-            params = [_v2_param(p) for p in op.get("parameters", [])]
-            body = op.get("requestBody")
-            if body:
-                ref = next(iter(body["content"].values()))["schema"]["$ref"].rsplit("/", 1)[-1]
-                params.append(
-                    {"name": "body", "in": "body", "required": bool(body.get("required")),
-                     "schema": {"$ref": f"#/definitions/{ref}"}}
-                )  # fmt: skip
-            if params:
-                v2["parameters"] = params
-            v2["responses"] = {code: _v2_response(resp) for code, resp in op["responses"].items()}
-            ops[method] = v2
-        paths[path] = ops
-    return {
-        "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": SERVER_VERSION},
-        "paths": paths,
-        "definitions": _v2_definitions(),
-        "securityDefinitions": {"BearerToken": {"type": "apiKey", "name": "authorization", "in": "header"}},
-        "security": [{"BearerToken": []}],
-    }
+    """``/openapi/v2`` (Swagger 2.0, JSON only)."""
+    doc: dict[str, Any] = _openapi()["v2"]
+    return doc
 
 
-def _v2_definitions() -> dict[str, Any]:
-    # The full types from the schema; lists, Status, Patch... from the v3 components.
-    defs = schema.swagger_definitions()
-    v3 = msgspec.json.encode(_schemas()).replace(b"#/components/schemas/", b"#/definitions/")
-    for name, definition in msgspec.json.decode(v3).items():
-        defs.setdefault(name, definition)
-    return defs
-
-
-def _v2_param(param: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in param.items() if k != "schema"}
-    out.update(param.get("schema") or {"type": "string"})
-    out.pop("uniqueItems", None)
-    out["uniqueItems"] = True
-    return out
-
-
-def _v2_response(resp: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"description": resp.get("description", "")}
-    content = resp.get("content")
-    if content:
-        ref = next(iter(content.values()))["schema"]["$ref"].rsplit("/", 1)[-1]
-        out["schema"] = {"$ref": f"#/definitions/{ref}"}
-    return out
-
-
-def openapi_v3_hash() -> str:
-    return hashlib.sha512(openapi_v3_document_bytes()).hexdigest().upper()
-
-
+@functools.cache
 def openapi_v3_root() -> dict[str, Any]:
-    paths = {"api/v1": {"serverRelativeURL": f"/openapi/v3/api/v1?hash={openapi_v3_hash()}"}}
-    paths.update(_openapi_group_paths())
+    """``/openapi/v3``: each document's URL, with its hash as kube-apiserver gives it."""
+    paths = {
+        key: {"serverRelativeURL": f"/openapi/v3/{key}?hash={hashlib.sha512(doc).hexdigest().upper()}"}
+        for key, doc in sorted(_openapi_v3_bytes().items())
+    }
     return {"paths": paths}
 
 
@@ -894,6 +523,10 @@ _GROUPS: dict[str, list[dict[str, Any]]] = {
 }
 
 
+# kubectl auth whoami / can-i find their reviews here.
+_GROUPS.update(reviews.GROUPS)
+
+
 def _api_group(group: str) -> dict[str, Any]:
     version = {"groupVersion": f"{group}/v1", "version": "v1"}
     return {"name": group, "versions": [version], "preferredVersion": version}
@@ -916,147 +549,6 @@ def group_resource_list(group: str, version: str) -> dict[str, Any] | None:
         "groupVersion": f"{group}/{version}",
         "resources": _GROUPS[group],
     }
-
-
-# OpenAPI v3 of the groups: enough for kubectl (apply, explain) to know the kinds and verbs.
-_COORD = "io.k8s.api.coordination.v1."
-_EVENTS = "io.k8s.api.events.v1."
-
-
-def _group_op(tag: str, kind: str, action: str, schema: str, group: str, **kw: Any) -> dict[str, Any]:
-    op = _op(kind, action, schema, **kw)
-    op["tags"] = [tag]
-    op["operationId"] = op["operationId"].replace("CoreV1", tag.title().replace("_", ""))
-    op["x-kubernetes-group-version-kind"] = {"group": group, "version": "v1", "kind": kind}
-    return op
-
-
-def _group_paths(group: str, plural: str, kind: str, prefix: str) -> dict[str, Any]:
-    tag = group.split(".")[0] + "_v1"
-    schema = prefix + kind
-    base = f"/apis/{group}/v1/namespaces/{{namespace}}/{plural}"
-    name_param = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
-    ns_param = {"name": "namespace", "in": "path", "required": True, "schema": {"type": "string"}}
-    body = {"content": _content(_ref(schema)), "required": True}
-    patch_body = {"content": _content(_ref(_META + "Patch"), _PATCH_TYPES), "required": True}
-    return {
-        f"/apis/{group}/v1/{plural}": {
-            "get": _group_op(tag, kind, "list", schema + "List", group, params=_LIST_PARAMS)
-        },
-        base: {
-            "get": _group_op(tag, kind, "list", schema + "List", group, params=_LIST_PARAMS),
-            "post": _group_op(tag, kind, "post", schema, group, params=_WRITE_PARAMS, body=body, code="201"),
-            "parameters": [ns_param],
-        },
-        base + "/{name}": {
-            "get": _group_op(tag, kind, "get", schema, group),
-            "put": _group_op(tag, kind, "put", schema, group, params=_WRITE_PARAMS, body=body),
-            "patch": _group_op(tag, kind, "patch", schema, group, params=_WRITE_PARAMS, body=patch_body),
-            "delete": _group_op(tag, kind, "delete", schema, group),
-            "parameters": [name_param, ns_param],
-        },
-    }
-
-
-def _group_top(kind: str, group: str, fields: dict[str, Any]) -> dict[str, Any]:
-    props: dict[str, Any] = {"apiVersion": _STR, "kind": _STR, "metadata": _embedded(_META + "ObjectMeta")}
-    props.update(fields)
-    return {
-        "description": f"{kind} (served by the podstatus embedded API server).",
-        "type": "object",
-        "properties": props,
-        "x-kubernetes-group-version-kind": _gvk(kind, group),
-    }
-
-
-def _group_list(kind: str, group: str, item: str) -> dict[str, Any]:
-    schema = _list(kind, item)
-    schema["x-kubernetes-group-version-kind"] = _gvk(kind + "List", group)
-    return schema
-
-
-def _event_v1_fields(micro: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
-    int32 = {"type": "integer", "format": "int32"}
-    return {
-        "eventTime": micro,
-        "reportingController": _STR,
-        "reportingInstance": _STR,
-        "action": _STR,
-        "reason": _STR,
-        "regarding": ref,
-        "related": ref,
-        "note": _STR,
-        "type": _STR,
-        "deprecatedSource": _obj({"component": _STR, "host": _STR}),
-        "deprecatedFirstTimestamp": micro,
-        "deprecatedLastTimestamp": micro,
-        "deprecatedCount": int32,
-        "series": _obj({"count": int32, "lastObservedTime": micro}),
-    }
-
-
-def _group_schemas(group: str) -> dict[str, Any]:
-    common = {k: v for k, v in _schemas().items() if k.startswith(_META)}
-    micro = {"type": "string", "format": "date-time"}
-    if group == "coordination.k8s.io":
-        spec = _obj({
-            "holderIdentity": _STR,
-            "leaseDurationSeconds": {"type": "integer", "format": "int32"},
-            "acquireTime": micro,
-            "renewTime": micro,
-            "leaseTransitions": {"type": "integer", "format": "int32"},
-        })  # fmt: skip
-        return {
-            **common,
-            _COORD + "Lease": _group_top("Lease", group, {"spec": _embedded(_COORD + "LeaseSpec")}),
-            _COORD + "LeaseList": _group_list("Lease", group, _COORD + "Lease"),
-            _COORD + "LeaseSpec": spec,
-        }
-    ref = _obj({k: _STR for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion",
-                                   "fieldPath")})  # fmt: skip
-    return {
-        **common,
-        _EVENTS + "Event": _group_top("Event", group, _event_v1_fields(micro, ref)),
-        _EVENTS + "EventList": _group_list("Event", group, _EVENTS + "Event"),
-    }
-
-
-def openapi_v3_group_document(group: str, version: str) -> dict[str, Any] | None:
-    """``/openapi/v3/apis/GROUP/VERSION``, or None when not served."""
-    if group not in _GROUPS or version != "v1":
-        return None
-    if group == "coordination.k8s.io":
-        paths = _group_paths(group, "leases", "Lease", _COORD)
-    else:
-        paths = _group_paths(group, "events", "Event", _EVENTS)
-    return {
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": SERVER_VERSION},
-        "paths": paths,
-        "components": {"schemas": _group_schemas(group)},
-    }
-
-
-_GROUP_DOCS: dict[str, bytes] = {}
-
-
-def openapi_v3_group_document_bytes(group: str, version: str) -> bytes | None:
-    key = f"{group}/{version}"
-    if key not in _GROUP_DOCS:
-        doc = openapi_v3_group_document(group, version)
-        if doc is None:
-            return None
-        _GROUP_DOCS[key] = msgspec.json.encode(doc)
-    return _GROUP_DOCS[key]
-
-
-def _openapi_group_paths() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for group in sorted(_GROUPS):
-        doc = openapi_v3_group_document_bytes(group, "v1") or b""
-        digest = hashlib.sha512(doc).hexdigest().upper()
-        out[f"apis/{group}/v1"] = {"serverRelativeURL": f"/openapi/v3/apis/{group}/v1?hash={digest}"}
-    return out
 
 
 # -- Tables of events and leases (the real server's printEvent and printLease) --------------------

@@ -10,6 +10,10 @@ reset (``Response(abort=True)``), without touching the API logic.
 from __future__ import annotations
 
 import base64
+import contextlib
+import heapq
+import io
+import itertools
 import logging
 import re
 import select
@@ -17,13 +21,14 @@ import signal
 import socket
 import ssl
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
@@ -31,7 +36,7 @@ import msgspec
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
 from . import apply as _apply
-from . import bodies, discovery, negotiation, schema, security
+from . import bodies, discovery, negotiation, reviews, schema, security
 from .audit import AuditLog
 from .store import RESOURCES, Event, FieldError, Store, Stored, Watch, bad_request, conflict
 
@@ -48,11 +53,19 @@ log = logging.getLogger(__name__)
 
 _encode = msgspec.json.encode
 
+# What anyone may GET without a token (kube-apiserver's ClusterRole system:public-info-viewer).
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 # The real API server's limit on request bodies.
 MAX_BODY_BYTES = 3 * 1024 * 1024
 _JSON = "application/json"
 # How often an idle watch checks whether its client left or the server is stopping.
 _POLL_SECONDS = 1.0
+# Connection limits. kube-apiserver's http.Server: ReadHeaderTimeout 32 s (TLS handshake and
+# request headers), IdleTimeout 90 s (between keep-alive requests). It has no cap on
+# connections (Go's goroutines are cheap); here each connection holds a thread, so there is one.
+DEFAULT_MAX_CONNECTIONS = 4096
+DEFAULT_HEADER_TIMEOUT = 32.0
+DEFAULT_IDLE_TIMEOUT = 90.0
 
 
 @dataclass(slots=True)
@@ -97,6 +110,22 @@ def _status_error(code: int, reason: str, message: str) -> Response:
     return Response(code, _encode(status_body(code, reason, message)))
 
 
+def _as_yaml(response: Response) -> Response:
+    """The answer in YAML (objects, lists, errors); a watch has no YAML stream: 406 (in YAML), as
+    kube-apiserver answers, naming the stream types it has."""
+    if response.stream is not None:
+        close = getattr(response.stream, "close", None)
+        if close is not None:
+            close()
+        response = _status_error(406, "NotAcceptable", _WATCH_TYPES)
+    if response.abort or response.content_type != _JSON or not response.body:
+        return response
+    response.body = negotiation.to_yaml(response.body)
+    response.content_type = negotiation.YAML
+    return response
+
+
+_WATCH_TYPES = "only the following media types are accepted: application/json;stream=watch"
 _NOT_FOUND = "the server could not find the requested resource"
 _NOT_ALLOWED = "the server does not allow this method on the requested resource"
 
@@ -138,15 +167,21 @@ class ApiHandler:
         self._stopping = stopping if stopping is not None else threading.Event()
         self.bookmark_interval = bookmark_interval
         self.default_watch_timeout = default_watch_timeout
+        # Who a request was authenticated as (the server that checks tokens sets this).
+        self.user_of: Callable[[Request], dict[str, Any]] = lambda request: reviews.ANONYMOUS
 
     def __call__(self, request: Request) -> Response:
         return self.handle(request)
 
     def handle(self, request: Request) -> Response:
+        media = negotiation.negotiate(request.path, request.header("accept"))
+        if isinstance(media, dict):
+            return Response(406, _encode(media))
+        response = self._handle(request)
+        return _as_yaml(response) if media == negotiation.YAML else response
+
+    def _handle(self, request: Request) -> Response:
         try:
-            refused = negotiation.check_accept(request.path, request.header("accept"))
-            if refused is not None:
-                return Response(406, _encode(refused))
             return self._route(request)
         except ApiError as err:
             return Response.error(err)
@@ -186,12 +221,9 @@ class ApiHandler:
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
             if len(parts) == 2:
                 return Response.json(200, discovery.openapi_v3_root())
-            if parts[2:] == ["api", "v1"]:
-                return Response(200, discovery.openapi_v3_document_bytes())
-            if len(parts) == 5 and parts[2] == "apis":
-                doc = discovery.openapi_v3_group_document_bytes(parts[3], parts[4])
-                if doc is not None:
-                    return Response(200, doc)
+            doc = discovery.openapi_v3_document_bytes("/".join(parts[2:]))
+            if doc is not None:
+                return Response(200, doc)
         return _status_error(404, "NotFound", _NOT_FOUND)
 
     @staticmethod
@@ -211,7 +243,20 @@ class ApiHandler:
             return _status_error(404, "NotFound", _NOT_FOUND)
         if len(parts) == 2:
             return self._read_only(req, resources)
+        if (group, parts[2]) in reviews.REVIEWS:
+            return self._review(req, group, parts[2:])
         return self._resource(req, parts[2:], group)
+
+    def _review(self, req: Request, group: str, parts: list[str]) -> Response:
+        """``kubectl auth whoami`` / ``can-i``: a create that stores nothing (see :mod:`.reviews`)."""
+        if len(parts) != 1:
+            return _status_error(404, "NotFound", _NOT_FOUND)
+        if req.method != "POST":
+            return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
+        self.counter.inc("create")
+        body = bodies.decode_object(req.header("content-type"), req.body)
+        done = reviews.review(group, parts[0], body, req.headers, self.user_of(req))
+        return Response.json(201, done)
 
     def _resource(self, req: Request, parts: list[str], group: str = "") -> Response:
         watch_path = False
@@ -266,7 +311,7 @@ class ApiHandler:
                 return self._bind(req, namespace or "", name)
             if sub == "eviction" and resource == "pods" and method == "POST":
                 return self._evict(req, namespace or "", name)
-            if sub != "status" or not info.has_status:
+            if (sub != "status" or not info.has_status) and not (sub == "resize" and resource == "pods"):
                 # As kube-apiserver answers for a subresource it does not serve (empty details).
                 body = status_body(404, "NotFound", _NOT_FOUND)
                 body["details"] = {}
@@ -405,14 +450,19 @@ class ApiHandler:
                     raise
                 line = b'{"type":"ERROR","object":' + _encode(err.status) + b"}\n"
                 return Response(200, stream=iter([line]))
-        watch = self.store.watch(
-            resource,
-            namespace,
-            resource_version=q.get("resourceVersion"),
-            label_selector=q.get("labelSelector"),
-            field_selector=q.get("fieldSelector"),
-            send_initial_events=_flag(q.get("sendInitialEvents")),
-        )
+        try:
+            watch = self.store.watch(
+                resource,
+                namespace,
+                resource_version=q.get("resourceVersion"),
+                label_selector=q.get("labelSelector"),
+                field_selector=q.get("fieldSelector"),
+                send_initial_events=_flag(q.get("sendInitialEvents")),
+            )
+        except GoneError as err:
+            # As kube-apiserver's watch cache (newErrWatcher): 200, one ERROR event, the end.
+            body = err.status or status_body(410, "Expired", err.message)
+            return Response(200, stream=iter([b'{"type":"ERROR","object":' + _encode(body) + b"}\n"]))
         timeout = _int_param(q, "timeoutSeconds")
         table = self._wants_table(req, resource)
         stream = self._watch_stream(
@@ -752,24 +802,205 @@ class _FramingError(ValueError):
         self.code = code
 
 
+class _Deadlines:
+    """One thread that shuts down connections still reading request headers past their deadline.
+
+    A socket timeout bounds each read, not the whole: a slowloris client that sends a
+    byte now and then never trips it. A deadline does, whatever the client trickles;
+    shutting the socket down ends the handler's read, and its thread goes back.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._heap: list[tuple[float, int]] = []
+        self._live: dict[int, socket.socket] = {}
+        self._tokens = itertools.count()
+        self._cond = threading.Condition()
+        self._stopped = False
+        self.expired = 0
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def add(self, sock: socket.socket, seconds: float) -> int:
+        token = next(self._tokens)
+        with self._cond:
+            self._live[token] = sock
+            heapq.heappush(self._heap, (time.monotonic() + seconds, token))
+            if self._heap[0][1] == token:
+                self._cond.notify()
+        return token
+
+    def cancel(self, token: int) -> None:
+        with self._cond:
+            self._live.pop(token, None)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._stopped:
+                        return
+                    # Entries cancelled in time are dropped when they come to the top.
+                    while self._heap and self._heap[0][1] not in self._live:
+                        heapq.heappop(self._heap)
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    wait = self._heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        break
+                    self._cond.wait(wait)
+                _, token = heapq.heappop(self._heap)
+                sock = self._live.pop(token)
+                self.expired += 1
+            try:
+                peer = sock.getpeername()
+                # The plain socket's shutdown: an SSLSocket's would drop its TLS state under the reader.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                continue
+            log.info(
+                "closed a connection that sent no complete request headers in time",
+                extra={"peer": str(peer)},
+            )
+
+
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # The listen backlog (the kernel caps it at somaxconn): a burst of clients is queued, not dropped.
+    request_queue_size = 4096
     owner: EmbeddedApiServer
+    open_connections = 0
+    refused_connections = 0
+    _count_lock: threading.Lock
+    active: set[socket.socket]
+    _refusal_logged = 0.0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._count_lock:
+            full = self.open_connections >= self.owner.max_connections
+            if full:
+                self.refused_connections += 1
+                refused = self.refused_connections
+            else:
+                self.open_connections += 1
+                self.active.add(request)
+        if full:
+            self.shutdown_request(request)
+            now = time.monotonic()
+            if now - self._refusal_logged >= 10.0:
+                self._refusal_logged = now
+                log.warning(
+                    "connection refused: %d connections open (--max-connections)",
+                    self.owner.max_connections,
+                    extra={"peer": str(client_address), "refused": refused},
+                )
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._closed_one(request)  # no thread started: nobody else counts it down
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._closed_one(request)
+
+    def _closed_one(self, request: Any) -> None:
+        with self._count_lock:
+            self.open_connections -= 1
+            self.active.discard(request)
+
+    def close_connections(self) -> None:
+        """End every open connection (a stopped server answers nothing more, keep-alive or not)."""
+        with self._count_lock:
+            active = list(self.active)
+        for sock in active:
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One log line for what peers do (a refused TLS handshake, a reset); a traceback for bugs."""
+        err = sys.exc_info()[1]
+        if isinstance(err, ssl.SSLError):
+            log.warning(
+                "TLS handshake with %s failed: %s",
+                client_address[0],
+                getattr(err, "reason", None) or err,
+                extra={"peer": str(client_address), "error": str(err)},
+            )
+        elif isinstance(err, OSError):
+            log.info(
+                "connection from %s ended: %s", client_address[0], err, extra={"peer": str(client_address)}
+            )
+        else:
+            log.error("error serving a connection from %s", client_address[0], exc_info=err)
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "podstatus-embedded-apiserver"
     sys_version = ""
-    # Idle keep-alive connections give their thread back after this long.
-    timeout = 300
+    # Each read or write waits this long at most (then set to the server's idle timeout).
+    timeout = DEFAULT_IDLE_TIMEOUT
     server: _HttpServer
+    _deadline: int | None = None
 
     def setup(self) -> None:
         super().setup()
+        self.connection.settimeout(self.server.owner.idle_timeout)
         # Small request/response pairs on keep-alive connections: never wait for Nagle.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._first = True
+        # The TLS handshake and the first request's headers get the header timeout, in all.
+        self._header_phase()
+        if isinstance(self.connection, ssl.SSLSocket):
+            try:
+                self.connection.do_handshake()  # a refusal is one log line (_HttpServer.handle_error)
+            except BaseException:
+                self._end_header_phase()  # finish() is not called when setup() fails
+                raise
+
+    def finish(self) -> None:
+        self._end_header_phase()
+        super().finish()
+
+    def _header_phase(self) -> None:
+        owner = self.server.owner
+        if owner.deadlines is not None:
+            self._deadline = owner.deadlines.add(self.connection, owner.header_timeout)
+
+    def _end_header_phase(self) -> None:
+        owner = self.server.owner
+        if self._deadline is not None and owner.deadlines is not None:
+            owner.deadlines.cancel(self._deadline)
+        self._deadline = None
+
+    def handle_one_request(self) -> None:
+        if not self._first:
+            # Keep-alive: the next request may come within the idle timeout (the socket's);
+            # once it starts, its headers get the header timeout.
+            try:
+                if not cast(io.BufferedReader, self.rfile).peek(1):
+                    self.close_connection = True
+                    return
+            except OSError:
+                self.close_connection = True
+                return
+            self._header_phase()
+        self._first = False
+        try:
+            super().handle_one_request()
+        finally:
+            self._end_header_phase()
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.client_address[0], *args)
@@ -848,6 +1079,7 @@ class _Handler(BaseHTTPRequestHandler):
                 chunks.append(data)
 
     def _serve(self) -> None:
+        self._end_header_phase()
         owner = self.server.owner
         audit = owner.audit
         if audit is None:
@@ -879,7 +1111,8 @@ class _Handler(BaseHTTPRequestHandler):
             source_ip=str(self.client_address[0]),
             code=code,
             received=received,
-            authenticated=owner.token is not None and code != 401,
+            # A public path answered without a token was the anonymous user's.
+            authenticated=owner.token is not None and code != 401 and "Authorization" in self.headers,
             body=b"" if response is None or response.stream is not None else response.body,
             content_type="" if response is None else response.content_type,
             audit_id=self.headers.get("Audit-ID", ""),
@@ -979,8 +1212,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if not readable:
+            # poll, not select: select() cannot take descriptors past 1023.
+            poller = select.poll()
+            poller.register(self.connection, select.POLLIN)
+            if not poller.poll(0):
                 return False
             if isinstance(self.connection, ssl.SSLSocket):
                 # No peeking through TLS; a client sends nothing while it reads a watch, so
@@ -1014,6 +1249,11 @@ class EmbeddedApiServer:
 
     ``audit_log``: append one line per request to this file, as kube-apiserver's audit log
     at level Metadata (see :mod:`.audit`).
+
+    Connections: at most ``max_connections`` at once (each holds a thread; more are closed
+    at once, logged); the TLS handshake and each request's headers must arrive within
+    ``header_timeout`` seconds, and a keep-alive connection may idle ``idle_timeout``
+    seconds between requests (kube-apiserver's ReadHeaderTimeout and IdleTimeout).
     """
 
     def __init__(
@@ -1030,7 +1270,17 @@ class EmbeddedApiServer:
         token: str | None = None,
         tls: security.TlsMaterial | bool = False,
         audit_log: str | Path | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
+        if max_connections < 1 or not header_timeout > 0 or not idle_timeout > 0:
+            raise ValueError("max_connections, header_timeout and idle_timeout must be positive")
+        self.max_connections = max_connections
+        self.header_timeout = header_timeout
+        self.idle_timeout = idle_timeout
+        # Running while the server runs.
+        self.deadlines: _Deadlines | None = None
         self.host = host
         self.audit_log = audit_log
         # Open while the server runs (see audit.py).
@@ -1068,9 +1318,15 @@ class EmbeddedApiServer:
             stopping=self._stopping,
             bookmark_interval=bookmark_interval,
         )
+        self.api.user_of = self.user_of
         self.dispatch: Callable[[Request], Response] = self.api.handle
         self._httpd: _HttpServer | None = None
         self._threads: list[threading.Thread] = []
+
+    @property
+    def open_connections(self) -> int:
+        """Connections being served now (each holds a thread)."""
+        return self._httpd.open_connections if self._httpd is not None else 0
 
     @property
     def url(self) -> str:
@@ -1080,9 +1336,22 @@ class EmbeddedApiServer:
         scheme = "https" if self.tls is not None else "http"
         return f"{scheme}://{host}:{self.port}"
 
+    def user_of(self, request: Request) -> dict[str, Any]:
+        """The user a request is served as: the token's, or the anonymous user."""
+        if self.token is not None and security.bearer_ok(request.header("authorization"), self.token):
+            return reviews.TOKEN_USER
+        return reviews.ANONYMOUS
+
     def authenticate(self, request: Request) -> Response | None:
-        """None when the request may go on; else kube-apiserver's 401."""
-        if self.token is None or security.bearer_ok(request.header("authorization"), self.token):
+        """None when the request may go on; else kube-apiserver's 401.
+
+        A request with no credentials at all may GET the health checks and ``/version``, as
+        kube-apiserver's default RBAC (``system:public-info-viewer``) lets the anonymous user;
+        a wrong token is refused there too, as kube-apiserver refuses it before authorizing."""
+        authorization = request.header("authorization")
+        if self.token is None or security.bearer_ok(authorization, self.token):
+            return None
+        if not authorization and request.method in ("GET", "HEAD") and request.path in PUBLIC_PATHS:
             return None
         log.info("unauthenticated request refused", extra={"method": request.method, "path": request.path})
         return _status_error(401, "Unauthorized", "Unauthorized")
@@ -1108,7 +1377,10 @@ class EmbeddedApiServer:
             context = security.server_context(self.tls)
             httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
         httpd.owner = self
+        httpd._count_lock = threading.Lock()
+        httpd.active = set()
         self.port = httpd.server_address[1]
+        self.deadlines = _Deadlines(f"apiserver-deadlines-{self.port}")
         self._httpd = httpd
         serve = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                  name=f"apiserver-{self.port}", daemon=True)  # fmt: skip
@@ -1133,6 +1405,10 @@ class EmbeddedApiServer:
         self._stopping.set()
         httpd.shutdown()
         httpd.server_close()
+        httpd.close_connections()
+        if self.deadlines is not None:
+            self.deadlines.stop()
+            self.deadlines = None
         for t in self._threads:
             t.join(timeout=5)
         if self.audit is not None:

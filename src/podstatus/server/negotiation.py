@@ -1,10 +1,12 @@
 """Request parameters the embedded server reads as kube-apiserver does.
 
-- ``Accept``: the server answers JSON only (tables are JSON too). An ``Accept`` that
-  admits no JSON (``application/vnd.kubernetes.protobuf`` alone, ``text/html``...) gets
-  406 NotAcceptable with the real server's ``Status``; ``application/json`` anywhere in
-  the list (with any parameters, such as ``;as=Table``), ``application/*`` or ``*/*`` is
-  enough. A media range with ``q=0`` does not count.
+- ``Accept``: the server answers JSON (tables are JSON too) or, under ``/api`` and
+  ``/apis``, YAML (``application/yaml``: objects, lists and errors, as kube-apiserver
+  serves them; a watch streams JSON only). The media ranges are taken by ``q`` (highest
+  first, then in the client's order) and the first this server serves wins; ``*/*`` and
+  ``application/*`` mean JSON. An ``Accept`` that admits neither
+  (``application/vnd.kubernetes.protobuf`` alone, ``text/html``...) gets 406
+  NotAcceptable with the real server's ``Status``. A media range with ``q=0`` does not count.
 - Write options (``dryRun``, ``fieldValidation``): checked as ``ValidateCreateOptions``
   and its siblings check them (422 on ``CreateOptions.meta.k8s.io`` and so on).
 - Integer query parameters: Go's ``strconv.ParseInt`` (no spaces, no underscores, int64
@@ -17,39 +19,101 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+import yaml
+
 from ..errors import UnprocessableEntityError, status_body
 from .store import FIELD_VALIDATION, FieldError, WriteOptions, bad_request
 
-__all__ = ["SERVED_TYPES", "check_accept", "parse_int64", "write_options"]
+__all__ = [
+    "JSON",
+    "SERVED_TYPES",
+    "YAML",
+    "check_accept",
+    "negotiate",
+    "parse_int64",
+    "to_yaml",
+    "write_options",
+]
 
-# What this server can answer with (the real one also serves YAML and protobuf).
-SERVED_TYPES = ("application/json",)
+JSON = "application/json"
+YAML = "application/yaml"
+# What this server can answer with (the real one also serves protobuf).
+SERVED_TYPES = (JSON, YAML)
 # Paths where the answer's media type is negotiated (health checks answer text whatever is asked).
 _NEGOTIATED = ("/api", "/apis", "/openapi")
+# Paths whose answers may be YAML (kube-apiserver's OpenAPI handlers serve JSON and protobuf only).
+_YAML_PATHS = ("/api/", "/apis/")
 
 
-def _acceptable(media_range: str) -> bool:
-    kind, _, params = media_range.partition(";")
-    kind = kind.strip().lower()
-    for param in params.split(";"):
-        name, _, value = param.partition("=")
-        if name.strip().lower() == "q":
-            try:
-                if float(value.strip()) <= 0:
-                    return False
-            except ValueError:
-                return False
-    return kind in ("*/*", "application/*", "application/json")
+def _ranges(accept: str) -> list[tuple[str, float]]:
+    """The media ranges of an ``Accept`` header with their ``q``, highest first (stable)."""
+    out: list[tuple[str, float]] = []
+    for media_range in accept.split(","):
+        kind, _, params = media_range.partition(";")
+        quality = 1.0
+        for param in params.split(";"):
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value.strip())
+                except ValueError:
+                    quality = 0.0
+        if quality > 0 and kind.strip():
+            out.append((kind.strip().lower(), quality))
+    out.sort(key=lambda item: -item[1])
+    return out
+
+
+def negotiate(path: str, accept: str) -> str | dict[str, Any]:
+    """The media type to answer with (``JSON`` or ``YAML``), or the 406 ``Status`` to send."""
+    if not accept.strip() or not path.startswith(_NEGOTIATED):
+        return JSON
+    yaml_ok = path.startswith(_YAML_PATHS) or path in ("/api", "/apis")
+    for kind, _ in _ranges(accept):
+        if kind in ("*/*", "application/*", JSON):
+            return JSON
+        if kind == YAML and yaml_ok:
+            return YAML
+    served = SERVED_TYPES if yaml_ok else (JSON,)
+    return status_body(
+        406, "NotAcceptable", "only the following media types are accepted: " + ", ".join(served)
+    )
 
 
 def check_accept(path: str, accept: str) -> dict[str, Any] | None:
-    """None when the answer can be JSON; otherwise the 406 ``Status`` to send."""
-    if not accept.strip() or not path.startswith(_NEGOTIATED):
-        return None
-    if any(_acceptable(r) for r in accept.split(",")):
-        return None
-    message = "only the following media types are accepted: " + ", ".join(SERVED_TYPES)
-    return status_body(406, "NotAcceptable", message)
+    """None when the answer can be JSON or YAML; otherwise the 406 ``Status`` to send."""
+    chosen = negotiate(path, accept)
+    return chosen if isinstance(chosen, dict) else None
+
+
+class _GoYamlDumper(yaml.SafeDumper):
+    """YAML laid out as Go's sigs.k8s.io/yaml writes it: block style, sorted keys, lists flush with
+    their key, lines folded at 80 columns, single quotes where a plain scalar cannot be written and
+    double quotes for a string that would read as another type (a timestamp, a number)."""
+
+    def choose_scalar_style(self) -> Any:
+        style = super().choose_scalar_style()
+        event = self.event
+        if style == "'" and isinstance(event, yaml.ScalarEvent) and not event.implicit[0]:
+            return '"'
+        return style
+
+
+def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    # Multi-line strings as literal blocks, as go-yaml writes them (PyYAML falls back to quotes
+    # where a block cannot hold the value).
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_GoYamlDumper.add_representer(str, _str_presenter)
+
+
+def to_yaml(body: bytes) -> bytes:
+    """A JSON document as YAML (kube-apiserver's YAML serializer converts its JSON likewise)."""
+    data = msgspec.json.decode(body)
+    text = yaml.dump(data, Dumper=_GoYamlDumper, default_flow_style=False, sort_keys=True, allow_unicode=True)
+    return text.encode()
 
 
 _INT = re.compile(r"[+-]?[0-9]+")

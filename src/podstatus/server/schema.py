@@ -3,14 +3,15 @@
 The source of truth is ``podstatus/data/apischema.json``, derived from the Kubernetes
 OpenAPI v3 documents of the pinned version by ``tests/apiserver/gen_schema.py`` (a test
 checks that it is current). It gives, for every type reachable from a served kind, its
-properties and each one's JSON type. Three things read it:
+properties and each one's JSON type. Two things read it:
 
 - field validation: the real server's decoder drops fields its Go types do not have;
   ``fieldValidation=Strict`` refuses them, ``Warn`` (the default) answers with a warning
   per field, ``Ignore`` drops them silently. :func:`prune` removes them and lists them.
 - number ranges: a JSON number outside int32 (int64) for an int32 (int64) field fails
   decoding (:func:`prune` reports the first one in Go's words).
-- ``/openapi/v2``: the definitions of the served kinds (:func:`swagger_definitions`).
+
+(``/openapi/v2`` and ``/openapi/v3`` serve Kubernetes' own documents: see :mod:`.discovery`.)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-__all__ = ["Pruned", "duplicate_fields", "known_kind", "prune", "schema_data", "swagger_definitions"]
+__all__ = ["Pruned", "duplicate_fields", "known_kind", "prune", "schema_data"]
 
 _INT_RANGES = {
     "int32": (-(2**31), 2**31 - 1),
@@ -221,51 +222,4 @@ def duplicate_fields(raw: bytes, decoded: Any) -> list[str]:
                 walk(item, f"{path}[{i}]")
 
     walk(tree, "")
-    return out
-
-
-# -- OpenAPI v2 ----------------------------------------------------------------------------
-
-_SCALARS: dict[str, dict[str, Any]] = {
-    "string": {"type": "string"},
-    "boolean": {"type": "boolean"},
-    "number": {"type": "number", "format": "double"},
-    "int32": {"type": "integer", "format": "int32"},
-    "int64": {"type": "integer", "format": "int64"},
-    "int-or-string": {"type": "string", "format": "int-or-string"},
-    "quantity": {"type": "string"},
-    "date-time": {"type": "string", "format": "date-time"},
-    "any": {"type": "object"},
-}
-
-
-def _swagger_type(spec: Any) -> dict[str, Any]:
-    if isinstance(spec, str):
-        return dict(_SCALARS.get(spec, {"type": "object"}))
-    if "ref" in spec:
-        return {"$ref": f"#/definitions/{spec['ref']}"}
-    if "array" in spec:
-        return {"type": "array", "items": _swagger_type(spec["array"])}
-    return {"type": "object", "additionalProperties": _swagger_type(spec["map"])}
-
-
-def swagger_definitions() -> dict[str, Any]:
-    """Swagger 2.0 ``definitions`` for every type in the schema (served kinds carry their GVK)."""
-    data = schema_data()
-    gvks: dict[str, dict[str, str]] = {}
-    for key, root in data["kinds"].items():
-        *gv, kind = key.split("/")
-        group, version = (gv[0], gv[1]) if len(gv) == 2 else ("", gv[0])
-        gvks[root] = {"group": group, "kind": kind, "version": version}
-    out: dict[str, Any] = {}
-    for name, entry in data["types"].items():
-        definition: dict[str, Any] = {
-            "type": "object",
-            "properties": {k: _swagger_type(v) for k, v in entry["properties"].items()},
-        }
-        if entry.get("required"):
-            definition["required"] = entry["required"]
-        if name in gvks:
-            definition["x-kubernetes-group-version-kind"] = [gvks[name]]
-        out[name] = definition
     return out

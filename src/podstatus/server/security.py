@@ -2,9 +2,11 @@
 
 - The token is random (``secrets``), compared in constant time; a request without it
   gets kube-apiserver's 401 ``Status``.
-- TLS material is made fresh per server: a CA, and a serving certificate it signs for
-  127.0.0.1, ::1, localhost and the listen host. The CA goes into the kubeconfig as
-  ``certificate-authority-data``; nothing is written to disk but the kubeconfig.
+- TLS material: a CA, and a serving certificate it signs for 127.0.0.1, ::1, localhost
+  and the listen host. The CA goes into the kubeconfig as ``certificate-authority-data``.
+  ``EmbeddedApiServer(tls=True)`` makes it fresh and writes nothing but the kubeconfig;
+  ``podstatus serve`` keeps it, with the token, in a state folder (:func:`load_credentials`)
+  so a restarted server is the one its clients trust.
 - The kubeconfig holds the token, so it is written 0600, into a fresh file created with
   O_EXCL|O_NOFOLLOW and renamed into place; a symlink at the target is refused.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import hmac
 import ipaddress
+import json
 import logging
 import os
 import secrets
@@ -23,13 +26,20 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
+    "STATE_FILE",
+    "Credentials",
     "TlsMaterial",
     "bearer_ok",
+    "default_state_dir",
+    "generate_ca",
     "generate_tls",
     "generate_token",
     "is_loopback",
+    "issue_serving_cert",
+    "load_credentials",
     "private_dir",
     "server_context",
     "write_private",
@@ -76,11 +86,17 @@ class TlsMaterial:
 
 def generate_tls(hosts: Sequence[str] = ()) -> TlsMaterial:
     """A fresh CA and a serving certificate for loopback plus ``hosts`` (IPs or DNS names)."""
+    ca_pem, ca_key_pem = generate_ca()
+    return issue_serving_cert(ca_pem, ca_key_pem, hosts)
+
+
+def generate_ca() -> tuple[bytes, bytes]:
+    """A fresh CA: its certificate and its private key, PEM."""
     # Imported here: only servers with TLS pay for loading it.
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.x509.oid import NameOID
 
     now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -111,6 +127,25 @@ def generate_tls(hosts: Sequence[str] = ()) -> TlsMaterial:
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
+    key_pem = ca_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return ca_cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def issue_serving_cert(ca_pem: bytes, ca_key_pem: bytes, hosts: Sequence[str] = ()) -> TlsMaterial:
+    """A new serving certificate for loopback plus ``hosts``, signed by the given CA."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = dt.datetime.now(dt.UTC)
+    ca_cert = x509.load_pem_x509_certificate(ca_pem)
+    ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError("the CA key is not an EC key")
+    ca_name = ca_cert.subject
     names: list[x509.GeneralName] = [x509.DNSName("localhost")]
     ips = {ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")}
     for host in hosts:
@@ -138,7 +173,7 @@ def generate_tls(hosts: Sequence[str] = ()) -> TlsMaterial:
         .sign(ca_key, hashes.SHA256())
     )
     return TlsMaterial(
-        ca_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
+        ca_pem=ca_pem,
         cert_pem=cert.public_bytes(serialization.Encoding.PEM),
         key_pem=key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -193,3 +228,111 @@ def write_private(path: str | os.PathLike[str], data: bytes) -> Path:
         raise
     log.debug("wrote private file", extra={"path": str(target), "bytes": len(data)})
     return target
+
+
+# --- credentials kept across restarts -------------------------------------------------------
+
+STATE_FILE = "serve-state.json"
+# Material this close to its end is made anew at start (clients re-read the kubeconfig).
+_RENEW_BEFORE = dt.timedelta(days=1)
+
+
+def default_state_dir() -> Path:
+    """Where ``podstatus serve`` keeps its CA, serving key and token: ``$XDG_STATE_HOME/podstatus/serve``
+    (``~/.local/state/podstatus/serve`` without it)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "podstatus" / "serve"
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """What a server uses: its token and TLS material (None when off), and what was made anew."""
+
+    token: str | None
+    tls: TlsMaterial | None
+    made: tuple[str, ...] = ()
+
+
+def load_credentials(
+    state_dir: str | os.PathLike[str], hosts: Sequence[str], *, token: bool, tls: bool
+) -> Credentials:
+    """The token and TLS material kept in ``state_dir``, made (and kept) when missing or due.
+
+    The same folder gives the same CA, serving certificate and token at every start, so a
+    restarted server's clients keep working. The serving certificate is issued again (by
+    the same CA) when ``hosts`` change or it nears its end; the CA is made again only near
+    its own end. One file, ``serve-state.json``, mode 0600 in a 0700 folder, written whole
+    (:func:`write_private`) under a lock, so two servers starting at once agree. A file that
+    cannot be read is an error naming it: nothing is overwritten.
+    """
+    import fcntl
+
+    folder = Path(state_dir)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / STATE_FILE
+    lock_fd = os.open(
+        folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600
+    )
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        state = _read_state(path)
+        made: list[str] = []
+        want_hosts = sorted({h for h in hosts if h})
+        if token and not state.get("token"):
+            state["token"] = generate_token()
+            made.append("token")
+        material: TlsMaterial | None = None
+        if tls:
+            now = dt.datetime.now(dt.UTC)
+            if not state.get("caCert") or _expires(state["caCert"]) - now < _RENEW_BEFORE:
+                state["caCert"], state["caKey"] = (pem.decode() for pem in generate_ca())
+                state.pop("cert", None)
+                made.append("CA")
+            if (
+                not state.get("cert")
+                or state.get("hosts") != want_hosts
+                or _expires(state["cert"]) - now < _RENEW_BEFORE
+            ):
+                issued = issue_serving_cert(state["caCert"].encode(), state["caKey"].encode(), want_hosts)
+                state["cert"], state["key"] = issued.cert_pem.decode(), issued.key_pem.decode()
+                state["hosts"] = want_hosts
+                made.append("serving certificate")
+            material = TlsMaterial(state["caCert"].encode(), state["cert"].encode(), state["key"].encode())
+        if made:
+            write_private(path, json.dumps(state, indent=1).encode() + b"\n")
+            log.info("server credentials made", extra={"path": str(path), "made": ", ".join(made)})
+        return Credentials(token=state.get("token") if token else None, tls=material, made=tuple(made))
+    finally:
+        os.close(lock_fd)
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return {}
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read()
+    try:
+        state = json.loads(raw)
+        if not isinstance(state, dict):
+            raise ValueError("not a JSON object")
+        for key in ("token", "caCert", "caKey", "cert", "key"):
+            if key in state and not isinstance(state[key], str):
+                raise ValueError(f"{key} is not a string")
+        for key in ("caCert", "cert"):
+            if state.get(key):
+                _expires(state[key])
+    except ValueError as err:
+        raise ValueError(
+            f"{path} is not a podstatus serve state file ({err}); remove it to start with new credentials"
+        ) from None
+    return state
+
+
+def _expires(cert_pem: str) -> dt.datetime:
+    from cryptography import x509
+
+    return x509.load_pem_x509_certificate(cert_pem.encode()).not_valid_after_utc

@@ -41,6 +41,7 @@ from ..errors import (
     ApiError,
     BadRequestError,
     ConflictError,
+    ForbiddenError,
     GoneError,
     MethodNotAllowedError,
     NotFoundError,
@@ -58,6 +59,7 @@ from ..patch import (
 from ..qos import compute_pod_qos
 from ..types import InvalidObjectError, Pod
 from . import apply as _apply
+from . import resize as _resize
 from . import schema
 from .selectors import SELECTED_FIELDS, FieldSelector, LabelSelector, SelectorError
 
@@ -763,13 +765,15 @@ def _terminated_exit(statuses: Any) -> dict[str, int | None]:
 
 
 _SYSTEM_CONDITIONS = frozenset({"PodScheduled", "Ready", "Initialized"})
+_NON_NEGATIVE = "must be a non-negative integer"
 
 
 def _validate_pod_status(
     old: dict[str, Any], new: dict[str, Any], errors: list[FieldError], *, strict: bool = True
 ) -> None:
     """ValidatePodStatusUpdate of kube-apiserver v1.37.2; ``strict`` adds podstatus's own checks
-    (a terminal phase never moves back, condition statuses are True/False/Unknown)."""
+    (a terminal phase never moves back, condition statuses are True/False/Unknown, restart
+    counts are never negative)."""
     old_status = old.get("status") or {}
     status = new.get("status") or {}
     if not isinstance(status, dict):
@@ -785,18 +789,33 @@ def _validate_pod_status(
             if value not in _CONDITION_STATUSES:
                 errors.append(_unsupported(f"status.conditions[{i}].status", value, _CONDITION_STATUSES))
     for i, cond in enumerate(conditions):
+        generation = cond.get("observedGeneration") if isinstance(cond, dict) else None
+        if isinstance(generation, int) and generation < 0:
+            errors.append(FieldError(f"status.conditions[{i}].observedGeneration", "Invalid value",
+                                     generation, _NON_NEGATIVE))  # fmt: skip
         kind = cond.get("type") if isinstance(cond, dict) else None
         if kind in _SYSTEM_CONDITIONS:
             continue
         kind = kind if isinstance(kind, str) else ""
         for msg in qualified_name_errors(kind):
             errors.append(FieldError(f"status.conditions[{i}].Type", "Invalid value", kind, msg))
+    generation = status.get("observedGeneration")
+    if isinstance(generation, int) and generation < 0:
+        errors.append(FieldError("status.observedGeneration", "Invalid value", generation, _NON_NEGATIVE))
     qos, old_qos = status.get("qosClass") or "", old_status.get("qosClass") or ""
     if qos != old_qos:
         errors.append(FieldError("status.qosClass", "Invalid value", qos, "field is immutable"))
     _check_state_transitions(old, status, errors)
     _check_ips(status, "podIPs", errors)
     _check_ips(status, "hostIPs", errors)
+    if strict:
+        # The API documents restart counts as never negative; kube-apiserver v1.37.2 does not check.
+        for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+            for i, cs in enumerate(status.get(key) or ()):
+                count = cs.get("restartCount") if isinstance(cs, dict) else None
+                if isinstance(count, int) and count < 0:
+                    errors.append(FieldError(f"status.{key}[{i}].restartCount", "Invalid value", count,
+                                             "must be greater than or equal to 0"))  # fmt: skip
 
 
 def _check_state_transitions(old: dict[str, Any], status: dict[str, Any], errors: list[FieldError]) -> None:
@@ -1055,14 +1074,22 @@ def decode_patched(
 # --- the store -----------------------------------------------------------------------
 
 
+# kube-apiserver v1.37.2's watch cache (k8s.io/apiserver pkg/storage/cacher): a resource keeps at
+# least its newest 100 changes and every change of the last 75 s (DefaultEventsHistoryWindow), up to
+# 102,400. `podstatus serve` keeps the same window (docs/reliability.md, "Watch history").
+WATCH_CACHE_MIN_CHANGES = 100
+WATCH_CACHE_SECONDS = 75.0
+WATCH_CACHE_MAX_CHANGES = 100 * 1024
+
+
 class Store:
     """Thread-safe in-memory objects (pods, nodes, namespaces, leases, events) with watch history.
 
     Each resource keeps its own history of changes, as kube-apiserver's watch cache does:
     the last ``history_size`` of them and, with ``history_seconds``, also every change
-    younger than that (kube-apiserver keeps 75 s), up to ``max_history``. A watch or read
-    from a resourceVersion whose later changes of its resource are no longer all there gets
-    410 Expired. ``clock`` gives epoch seconds (tests may fake it). With ``reap_terminating`` (the default), a pod whose graceful
+    younger than that (kube-apiserver keeps 75 s), up to ``max_history``; the changes are dated
+    by ``clock``. A watch or read from a resourceVersion whose later changes of its resource are
+    no longer all there gets 410 Expired. ``clock`` gives epoch seconds (tests may fake it). With ``reap_terminating`` (the default), a pod whose graceful
     deletion ran out is removed on the next store access (or :meth:`reap`
     call), like a kubelet that finished it would; without it, it stays until
     deleted with grace 0, as on a real server with no kubelet.
@@ -1209,8 +1236,10 @@ class Store:
         history = self._histories.get(info.storage)
         if history is None:
             history = self._histories[info.storage] = _History()
-        history.append(Event(type_, info.storage, namespace, stored, old, stored.rv))
-        history.trim(self._size, self._history_seconds, self._max_history)
+        # The store's clock dates the changes, so a test can age them (kube-apiserver: RecordTime).
+        now = self._clock()
+        history.append(Event(type_, info.storage, namespace, stored, old, stored.rv), now)
+        history.trim(self._size, self._history_seconds, self._max_history, now)
         ttl = info.strategy.ttl if info.strategy is not None else None
         if ttl and type_ != "DELETED":
             heapq.heappush(
@@ -1842,6 +1871,8 @@ class Store:
 
     @staticmethod
     def _check_subresource(info: ResourceInfo, subresource: str | None) -> None:
+        if subresource == "resize" and info.name == "pods":
+            return  # pods/resize: in-place resize of container resources
         if subresource not in (None, "", "status") or (not info.has_status and subresource):
             message = "the server could not find the requested resource"
             status = status_body(404, "NotFound", message)
@@ -2013,6 +2044,14 @@ class Store:
                 _convert_pod_ips(status)
                 _default_conditions(status)
             obj["status"] = status if status is not None else {}
+        elif subresource == "resize":
+            spec = new.get("spec")
+            if isinstance(spec, dict):
+                spec = dict(spec)
+                _default_pod_spec(spec)
+                new = dict(new, spec=spec)
+            obj = _resize.prepare(cur, new, meta)
+            errors.extend(FieldError(*e) for e in _resize.validate(cur, obj))
         else:
             obj = dict(new)
             obj["kind"] = cur.get("kind", info.kind)
@@ -2049,6 +2088,8 @@ class Store:
         obj, pod = self._track(info, cur, obj, pod, tracker, requested)
         if errors:
             raise invalid(info.kind, name, errors, info.kind_group)
+        if subresource == "resize":
+            self._admit_resize(name, cur, obj)
         if (pod == current.pod) if is_pod else (obj == cur):
             return current  # nothing changed: no new resourceVersion, no event (as the real server)
         if (
@@ -2059,6 +2100,20 @@ class Store:
             # The last finalizer of an object deleted with grace 0 is gone: it goes now.
             return self._remove(info, ns, current)
         return self._commit(info, ns, current, obj, pod)
+
+    def _admit_resize(self, name: str, cur: dict[str, Any], obj: dict[str, Any]) -> None:
+        """The validating admission kube-apiserver runs on a resize (lock held): 403 as it words it."""
+        node_name = (obj.get("spec") or {}).get("nodeName")
+        node = self._bucket(self._info("nodes"), None).get(node_name) if isinstance(node_name, str) else None
+        refused = _resize.admission_error(cur, obj, node.obj if node is not None else None)
+        if refused is None:
+            return
+        why, cause = refused
+        message = f'pods "{name}" is forbidden: {why}'
+        details: dict[str, Any] = {"name": name, "kind": "pods"}
+        if cause:
+            details["causes"] = [{"reason": cause}]
+        raise ForbiddenError(message, status=status_body(403, "Forbidden", message, **details))
 
     def _update_tracker(self, field_manager: str | None, subresource: str | None) -> _apply.Tracker | None:
         if field_manager is None or not self._managed_fields:
@@ -2221,7 +2276,7 @@ class Store:
             else:
                 dropped = self._dropped(info)
                 if start < dropped:
-                    raise _expired(start, dropped + 1)
+                    raise _expired(start, dropped)
             return Watch(self, info, namespace, ls, fs, start, initial, send_initial_events is True)
 
     def _dropped(self, info: ResourceInfo) -> int:
@@ -2235,7 +2290,7 @@ class Store:
         if history is None:
             return []
         if cursor < history.dropped:
-            raise _expired(cursor, history.dropped + 1)
+            raise _expired(cursor, history.dropped)
         return history.after(cursor, limit)
 
 
@@ -2250,18 +2305,17 @@ class _History:
         self.start = 0  # events before it are dropped (None)
         self.dropped = 0  # the resourceVersion of the newest dropped change
 
-    def append(self, event: Event) -> None:
+    def append(self, event: Event, now: float) -> None:
         self.events.append(event)
-        self.times.append(time.monotonic())
+        self.times.append(now)
 
-    def trim(self, keep: int, seconds: float, cap: int) -> None:
+    def trim(self, keep: int, seconds: float, cap: int, now: float) -> None:
         """Drop the oldest beyond ``keep`` that are older than ``seconds``, and any beyond ``cap``."""
         events, start = self.events, self.start
         count = len(events) - start
         if count <= keep:
             return
-        now = time.monotonic()
-        while count > keep and (count > cap or now - self.times[start] > seconds):
+        while count > keep and (count > cap or seconds <= 0 or now - self.times[start] > seconds):
             event = events[start]
             assert event is not None
             self.dropped = event.rv
@@ -2387,8 +2441,10 @@ def _continue_expired(info: ResourceInfo, namespace: str | None, start: tuple[st
     return GoneError(_CONTINUE_EXPIRED, status=status)
 
 
-def _expired(rv: int, oldest: int) -> GoneError:
-    message = f"too old resource version: {rv} ({oldest})"
+def _expired(rv: int, lowest: int) -> GoneError:
+    """410 Expired for a watch from ``rv``; ``lowest``: the oldest resourceVersion a watch may still
+    start from (the number kube-apiserver's watch cache puts in brackets, its oldest event's - 1)."""
+    message = f"too old resource version: {rv} ({lowest})"
     return GoneError(message, status=status_body(410, "Expired", message))
 
 
