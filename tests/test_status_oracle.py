@@ -7,9 +7,10 @@ seconds warm). The allowed differences (docs/design.md, "The status oracle") are
 sequences by the generator; anything else fails with the shrunk sequence.
 
 `make test` runs a few hundred sequences; `make test-apiserver` thousands (the `apiserver` mark).
-The known differences of issue 21 are minimal sequences in tests/statusoracle/differences/, each an
-xfail naming the difference: they pass (and the strict xfail fails) once podstatus matches
-upstream there; then drop the mark and turn the matching flag of ``MATCHED`` on.
+The differences the oracle found before issue 21's manager landed are minimal sequences in
+tests/statusoracle/differences/ (docs/status-oracle.md), each run here so none comes back. A new
+difference that podstatus cannot fix at once: add its minimal sequence there with an xfail
+(strict) naming it in ``KNOWN``, and a ``Features`` flag the random runs leave off until it is fixed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 
 from clientgo_build import go_binary
 from statusoracle_build import SOURCE, build
-from statusoracle_harness import Features, GoOracle, first_difference, operations, sequence
+from statusoracle_harness import ALL_FEATURES, Features, GoOracle, first_difference, operations, sequence
 
 pytestmark = [
     pytest.mark.timeout(3600),
@@ -34,24 +35,26 @@ pytestmark = [
     ),
 ]
 
-# What podstatus matches upstream in today; every flag is a kind of issue-21 difference
-# (statusoracle_harness.Features). Turn a flag on once its xfail below passes (all of them:
-# statusoracle_harness.ALL_FEATURES).
-MATCHED = Features()
+# Everything the generator can do: podstatus matches upstream in all of it (statusoracle_harness.Features
+# names the kinds of difference found on the way).
+MATCHED = ALL_FEATURES
 
 DIFFERENCES = SOURCE / "differences"
-# Minimal sequences of the differences found on main, with what differs (docs/status-oracle.md).
-KNOWN: dict[str, str] = {
-    "observed-generation": "issue 21: status.observedGeneration is not set from metadata.generation",
-    "resize-conditions": "issue 21: the resize-condition methods (Set/Clear/Is/Backfill) are missing",
-    "disruption-target-place": "issue 21: a merged DisruptionTarget is appended instead of keeping its place",
-    "subsecond-times-copied": "issue 21: times taken from the old status are not normalised after copying",
-    "condition-count": "issue 21: 'equal as the kubelet sees it' ignores a differing number of conditions",
-    "condition-count-setter": "issue 21: a status with fewer kubelet-owned conditions is ignored as equal",
-    "claims-resync-get": "issue 21: resourceClaimStatuses on the server make every full resync GET",
-    "ephemeral-sorted": "issue 21: ephemeral container statuses are not sorted by name",
-    "mirror-recreated-pass": "issue 21: a pass without all skips newer statuses not changed since the last pass",
+# Minimal sequences of the differences found on main before issue 21's manager (docs/status-oracle.md),
+# with what differed then.
+FOUND: dict[str, str] = {
+    "observed-generation": "status.observedGeneration was not set from metadata.generation",
+    "resize-conditions": "the resize-condition methods (Set/Clear/Is/Backfill) were missing",
+    "disruption-target-place": "a merged DisruptionTarget was appended instead of keeping its place",
+    "subsecond-times-copied": "times taken from the old status were not normalised after copying",
+    "condition-count": "'equal as the kubelet sees it' ignored a differing number of conditions",
+    "condition-count-setter": "a status with fewer kubelet-owned conditions was ignored as equal",
+    "claims-resync-get": "resourceClaimStatuses on the server made every full resync GET",
+    "ephemeral-sorted": "ephemeral container statuses were not sorted by name",
+    "mirror-recreated-pass": "a pass without all skipped newer statuses not changed since the last pass",
 }
+# Differences known and not fixed yet: name -> reason (each an xfail, strict, until fixed).
+KNOWN: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -92,28 +95,30 @@ def test_random_sequences_match_upstream_thousands(oracle: GoOracle, abstract: l
     _check(oracle, MATCHED, abstract)
 
 
-def _known(name: str) -> Any:
-    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[name]), id=name)
+def _case(name: str) -> Any:
+    if name in KNOWN:
+        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[name]), id=name)
+    return pytest.param(name, id=name)
 
 
-@pytest.mark.parametrize("name", [_known(name) for name in KNOWN])
-def test_known_difference(oracle: GoOracle, name: str) -> None:
+@pytest.mark.parametrize("name", [_case(name) for name in {**FOUND, **KNOWN}])
+def test_difference_found_stays_fixed(oracle: GoOracle, name: str) -> None:
     ops = [
         json.loads(line) for line in (DIFFERENCES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
     ]
     diff = first_difference(oracle, ops)
-    assert diff is None, str(diff)
+    assert diff is None, f"{FOUND.get(name) or KNOWN[name]}:\n{diff}"
 
 
 def test_every_difference_file_is_listed() -> None:
-    assert {p.stem for p in DIFFERENCES.glob("*.jsonl")} == set(KNOWN)
+    assert {p.stem for p in DIFFERENCES.glob("*.jsonl")} == set(FOUND) | set(KNOWN)
 
 
 def test_oracle_reports_what_upstream_sends(oracle: GoOracle) -> None:
     """The oracle itself: a status set and synced is one GET and one PATCH carrying it, and the
     cached status normalised as upstream does (containers sorted, times as given or "now")."""
     abstract: list[tuple[Any, ...]] = [("add", 0, "plain", False)]
-    ops = operations(MATCHED, abstract)
+    ops = operations(Features(), abstract)  # a plain pod: no sub-second times, no generation
     oracle.reset()
     for op in ops:
         oracle.step(op)
