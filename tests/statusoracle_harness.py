@@ -78,10 +78,9 @@ OWNED = ("PodScheduled", "PodReadyToStartContainers", "Initialized", "Containers
 
 @dataclass(frozen=True)
 class Features:
-    """What the generator may use. Each flag names a kind of difference podstatus had with v1.37.
-
-    With every flag off, a sequence exercises only what podstatus already does as upstream does
-    (the test on main); the others turn on as the manager learns them (docs/status-oracle.md).
+    """What the generator may use. Each flag names a kind of difference podstatus had with v1.37
+    before issue 21's manager (docs/status-oracle.md); a flag stays off while its difference is
+    known and not fixed, so the random runs find other things.
     """
 
     # metadata.generation on pods (observedGeneration, KEP-5067).
@@ -241,7 +240,14 @@ class PySide:
             if op.get("server", True):
                 self.client.remove(op["namespace"], op["name"])
             if op.get("node", True) and op["uid"] in self.last_pod:
-                self.pods.remove_pod(self.last_pod[op["uid"]])
+                # Only a pod the pod manager holds: the kubelet's sources remove what they added.
+                given = self.last_pod[op["uid"]]
+                if is_mirror_pod(given):
+                    held = self.pods.get_mirror_pod_by_pod(given)
+                else:
+                    held = self.pods.get_pod_by_name(given.namespace, given.name)
+                if held is not None and held.uid == given.uid:
+                    self.pods.remove_pod(held)
             return None
         if kind == "watch":
             served = self.client.pod(op["namespace"], op["name"])

@@ -359,9 +359,10 @@ func (o *oracle) apply(in op) (any, error) {
 			delete(o.srv.pods, key(in.Namespace, in.Name))
 		}
 		if enabled(in.Node) {
+			// Only a pod the pod manager holds: the kubelet's sources remove what they added.
 			if pod, err := o.pod(in.UID); err == nil {
-				o.pods.RemovePod(pod)
 				if held, ok := o.node[nodeKey(pod)]; ok && held.UID == pod.UID {
+					o.pods.RemovePod(held)
 					delete(o.node, nodeKey(pod))
 				}
 			}
