@@ -185,13 +185,20 @@ def test_remove_mirror_pod() -> None:
     assert pm.get_uid_translations() == ({"s": ""}, {})
 
 
-def test_remove_static_pod_drops_translation() -> None:
+def test_remove_static_pod_keeps_the_mirror_translation_as_upstream() -> None:
+    # Upstream's basicManager.RemovePod of a static pod leaves translationByUID alone: the
+    # mirror still translates to it until the mirror pod itself is removed.
     static, mirror = static_pod("s"), mirror_pod("m")
     pm = BasicPodManager([static, mirror])
     pm.remove_pod(static)
-    assert pm.translate_pod_uid("m") == "m"
-    assert pm.get_uid_translations() == ({}, {})
+    assert pm.translate_pod_uid("m") == "s"
+    assert pm.get_uid_translations() == ({"s": "m"}, {"m": "s"})
     assert [p.uid for p in pm.get_mirror_pods()] == ["m"]
+    assert pm.get_pods() == []
+    pm.remove_pod(mirror)
+    assert pm.get_uid_translations() == ({}, {})
+    pm.add_pod(mirror)
+    assert pm.get_uid_translations() == ({}, {})
     # The static pod coming back is matched to the mirror pod again.
     pm.add_pod(static)
     assert pm.get_uid_translations() == ({"s": "m"}, {"m": "s"})

@@ -283,7 +283,7 @@ class BasicPodManager:
             self._add(pod)
 
     def remove_pod(self, pod: Pod) -> None:
-        """Forget a pod (by its UID); its mirror or static counterpart stays."""
+        """Forget a pod (by its UID); its mirror or static counterpart, and their translation, stay."""
         with self._lock:
             uid = pod.uid
             full_name = pod_full_name(pod)
@@ -301,9 +301,9 @@ class BasicPodManager:
                 by_name = self._pod_by_name.get(full_name)
                 if by_name is not None and by_name.uid == uid:
                     del self._pod_by_name[full_name]
-                # Never translate a mirror UID to a pod that is gone.
-                for mirror_uid in [m for m, p in self._translation.items() if p == uid]:
-                    del self._translation[mirror_uid]
+                # The mirror's translation stays until the mirror pod goes, as upstream's basic
+                # pod manager keeps it: the cached status stays under the static pod's UID, and
+                # the sync loop neither syncs it nor takes the mirror for a recreated pod.
                 if old is None:
                     log.debug("removing unknown pod %s (uid %s)", pod.key(), uid)
 
