@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol
 
 from . import patch as patchlib
@@ -478,7 +478,16 @@ class Manager:
     # -- setters -----------------------------------------------------------------------
 
     def set_pod_status(self, pod: Pod, status: PodStatus) -> None:
-        self._set_pod_status(pod, status, None)
+        if self._notifiers:
+            self._set_pod_status(pod, status, None)
+            return
+        # The hot path (no notifiers), inlined: _set_pod_status does the same.
+        meta = pod.metadata
+        generation = meta.generation or None
+        if type(status) is PodStatus and status.observed_generation != generation:
+            status = status.replace(observed_generation=generation)
+        with self._lock:
+            self._update_status(pod, status, meta.deletion_timestamp is not None, pod_is_finished=False)
 
     def set_pod_status_result(self, pod: Pod, status: PodStatus) -> SetPodStatusResult:
         """:meth:`set_pod_status`, answering what upstream's SetPodStatus returns.
@@ -664,25 +673,25 @@ class Manager:
 
         now = self._now()
         status = update_last_transition_times(old, status, now)
-        if old.start_time is not None:
+        start = old.start_time
+        if start is not None:
             # Normalised after it is copied: the old status may be a pod object's, with
             # sub-second times the server would cut (upstream normalises after copying).
-            start = normalize_time(old.start_time)
+            if start.microsecond or start.tzinfo is not UTC:
+                start = normalize_time(start)
         elif status.start_time is not None:
             start = status.start_time
         else:
             start = now
-        changes: dict[str, Any] = {}
         if start != status.start_time:
-            changes["start_time"] = start
+            status = status.replace(start_time=start)
         # Volume health is set on its own (set_pod_volume_health): a status without it keeps it.
         if old.volume_health and not status.volume_health:
-            changes["volume_health"] = old.volume_health
+            status = status.replace(volume_health=old.volume_health)
         # Never report an older generation than the one reported (no needless patches).
-        if (old.observed_generation or 0) > (status.observed_generation or 0):
-            changes["observed_generation"] = old.observed_generation
-        if changes:
-            status = status.replace(**changes)
+        old_generation = old.observed_generation
+        if old_generation is not None and old_generation > (status.observed_generation or 0):
+            status = status.replace(observed_generation=old_generation)
 
         if entry is not None and not force and is_pod_status_by_kubelet_equal(entry.status, status):
             if log.isEnabledFor(logging.DEBUG):

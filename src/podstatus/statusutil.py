@@ -20,6 +20,8 @@ from .conditions import (
     ALL_CONTAINERS_RESTARTING,
     CONTAINERS_READY,
     DISRUPTION_TARGET,
+    KUBELET_OWNED_CONDITIONS,
+    KUBELET_SHARED_CONDITIONS,
     POD_COMPLETED,
     POD_FAILED,
     POD_INITIALIZED,
@@ -30,7 +32,6 @@ from .conditions import (
     container_should_restart,
     get_condition,
     is_kubelet_owned,
-    is_kubelet_shared,
     is_restartable_init_container,
     is_terminal_phase,
 )
@@ -985,9 +986,12 @@ def compact_status(status: PodStatus, known: PodStatus | None, pool: ValuePool) 
 # --- comparison --------------------------------------------------------------------
 
 
+_KUBELET_CONDITION_TYPES = KUBELET_OWNED_CONDITIONS | KUBELET_SHARED_CONDITIONS
+
+
 def _kubelet_conditions(conditions: Sequence[PodCondition] | None) -> dict[str, PodCondition]:
     # Upstream fills a map by type: the last condition of a type stands for it.
-    return {c.type: c for c in conditions or () if is_kubelet_owned(c.type) or is_kubelet_shared(c.type)}
+    return {c.type: c for c in conditions or () if c.type in _KUBELET_CONDITION_TYPES}
 
 
 def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
@@ -1000,7 +1004,8 @@ def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
     transition times and conditions owned by others never cause a write on
     their own).
     """
-    if old.conditions != new.conditions:
+    same_conditions = old.conditions == new.conditions
+    if not same_conditions:
         mine, theirs = _kubelet_conditions(new.conditions), _kubelet_conditions(old.conditions)
         if len(mine) != len(theirs):
             return False
@@ -1024,7 +1029,7 @@ def is_pod_status_by_kubelet_equal(old: PodStatus, new: PodStatus) -> bool:
             extended_resource_claim_status=new.extended_resource_claim_status,
             node_allocatable_resource_claim_statuses=new.node_allocatable_resource_claim_statuses,
         )
-    if old.conditions == new.conditions:
+    if same_conditions:
         # Same conditions: one C-level compare settles the rest.
         return old == new
     return old.replace(conditions=new.conditions) == new
@@ -1099,9 +1104,12 @@ def update_last_transition_times(old: PodStatus, new: PodStatus, now: datetime) 
         if c.type in TRANSITION_TIME_CONDITIONS:
             # A time taken over from the old status is normalised like the rest (the old status
             # may be a pod object's, with sub-second times), as upstream normalises after copying.
-            when = (
-                normalize_time(oc.last_transition_time) if oc is not None and oc.status == c.status else now
-            )
+            if oc is not None and oc.status == c.status:
+                when = oc.last_transition_time
+                if when is not None and (when.microsecond or when.tzinfo is not UTC):
+                    when = normalize_time(when)
+            else:
+                when = now
             if when != c.last_transition_time:
                 c = c.replace(last_transition_time=when)
                 changed = True

@@ -223,3 +223,24 @@ def test_observed_generation_follows_the_pod(node: Node) -> None:
     node.manager.sync_batch()
     assert node.watch(pod).status.observed_generation == 2
     assert settle(node, pod) == {"get": 0, "patch": 0}
+
+
+def test_allocated_resources_and_resources_of_containers_reach_the_server(node: Node) -> None:
+    # What the kubelet writes for an in-place resize: per container, what it allocated and applied.
+    pod = node.create(
+        {"containers": [{"name": "app", "image": "busybox", "resources": {"requests": {"cpu": "200m"}}}]}
+    )
+    status = running(pod)
+    resized = status.to_dict()
+    resized["containerStatuses"][0]["allocatedResources"] = {"cpu": "200m"}
+    resized["containerStatuses"][0]["resources"] = {"requests": {"cpu": "200m"}}
+    resized["qosClass"] = "Burstable"
+    node.manager.set_pod_status(node.watch(pod), PodStatus.from_dict(resized))
+    node.manager.sync_batch()
+    got = node.watch(pod).status.to_dict()["containerStatuses"][0]
+    assert got["allocatedResources"] == {"cpu": "200m"}
+    assert got["resources"] == {"requests": {"cpu": "200m"}}
+    cached = node.manager.get_pod_status(pod.uid)
+    assert cached is not None and cached.container_statuses is not None
+    assert cached.container_statuses[0].allocated_resources == {"cpu": "200m"}
+    assert settle(node, pod) == {"get": 0, "patch": 0}
