@@ -122,11 +122,15 @@ def agent_status(
 ) -> PodStatus:
     """A status as the kubelet generates it; ``Ready`` from the conditions on the server (gates)."""
     statuses = [ContainerStatus.from_dict(c) for c in containers]
+    # v1.37's generators take the pod: its generation becomes each condition's observedGeneration
+    # (kube-apiserver keeps a condition's observedGeneration that a patch leaves out).
     conditions = [
         PodCondition(type="PodReadyToStartContainers", status="True"),
-        generate_pod_initialized_condition(pod.spec, statuses, phase),
-        generate_pod_ready_condition(pod.spec, list(server_conditions or ()), statuses, phase),
-        generate_containers_ready_condition(pod.spec, statuses, phase),
+        generate_pod_initialized_condition(pod.spec, statuses, phase, pod=pod, old_status=pod.status),
+        generate_pod_ready_condition(
+            pod.spec, list(server_conditions or ()), statuses, phase, pod=pod, old_status=pod.status
+        ),
+        generate_containers_ready_condition(pod.spec, statuses, phase, pod=pod, old_status=pod.status),
         PodCondition(type="PodScheduled", status="True"),
     ]
     return PodStatus.from_dict(
