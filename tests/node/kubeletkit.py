@@ -130,7 +130,11 @@ class CapableProvider(FakeProvider):
         for pod in self.running.values():
             pods.append(
                 {
-                    "podRef": {"name": pod.metadata.name, "namespace": pod.metadata.namespace, "uid": pod.uid},
+                    "podRef": {
+                        "name": pod.metadata.name,
+                        "namespace": pod.metadata.namespace,
+                        "uid": pod.uid,
+                    },
                     "startTime": now,
                     "cpu": {"time": now, "usageNanoCores": 5_000_000, "usageCoreNanoSeconds": 2_500_000_000},
                     "memory": {"time": now, "workingSetBytes": 4096, "usageBytes": 8192},
@@ -138,7 +142,11 @@ class CapableProvider(FakeProvider):
                         {
                             "name": c.name,
                             "startTime": now,
-                            "cpu": {"time": now, "usageNanoCores": 5_000_000, "usageCoreNanoSeconds": 2_500_000_000},
+                            "cpu": {
+                                "time": now,
+                                "usageNanoCores": 5_000_000,
+                                "usageCoreNanoSeconds": 2_500_000_000,
+                            },
                             "memory": {"time": now, "workingSetBytes": 4096, "usageBytes": 8192},
                         }
                         for c in pod.spec.containers
@@ -159,7 +167,9 @@ class CapableProvider(FakeProvider):
 # --- TLS -------------------------------------------------------------------------------
 
 
-def issue_client_cert(ca_pem: bytes, ca_key_pem: bytes, user: str, groups: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
+def issue_client_cert(
+    ca_pem: bytes, ca_key_pem: bytes, user: str, groups: tuple[str, ...] = ()
+) -> tuple[bytes, bytes]:
     """A client certificate (CN ``user``, O ``groups``) signed by the CA: (cert PEM, key PEM)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -189,11 +199,15 @@ def issue_client_cert(ca_pem: bytes, ca_key_pem: bytes, user: str, groups: tuple
     )
     return (
         cert.public_bytes(serialization.Encoding.PEM),
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ),
     )
 
 
-def client_context(server_ca_pem: bytes, folder: Path, cert: tuple[bytes, bytes] | None = None) -> ssl.SSLContext:
+def client_context(
+    server_ca_pem: bytes, folder: Path, cert: tuple[bytes, bytes] | None = None
+) -> ssl.SSLContext:
     """A TLS client context trusting the kubelet API's CA, presenting ``cert`` when given."""
     context = ssl.create_default_context(cadata=server_ca_pem.decode())
     if cert is not None:

@@ -146,7 +146,9 @@ def test_anonymous_callers_get_401_on_every_route(node: Node) -> None:
 def test_a_certificate_of_another_ca_is_anonymous(node: Node, tmp_path: Path) -> None:
     other_ca, other_key = generate_ca()
     assert node.api.tls is not None
-    stranger = client_context(node.api.tls.ca_pem, tmp_path, issue_client_cert(other_ca, other_key, "mallory"))
+    stranger = client_context(
+        node.api.tls.ca_pem, tmp_path, issue_client_cert(other_ca, other_key, "mallory")
+    )
 
     async def go() -> int:
         async with aiohttp.ClientSession() as session:
@@ -170,9 +172,9 @@ def test_pods_runningpods_and_healthz_answer_for_this_node(node: Node) -> None:
     assert [p["metadata"]["name"] for p in pods["items"]] == ["web"]
     wait_for(lambda: node.provider.running, what="the provider runs the pod")
     running = json.loads(get(node, "/runningpods/")[1])
-    assert [(p["metadata"]["name"], [c["name"] for c in p["spec"]["containers"]]) for p in running["items"]] == [
-        ("web", ["app", "side"])
-    ]
+    assert [
+        (p["metadata"]["name"], [c["name"] for c in p["spec"]["containers"]]) for p in running["items"]
+    ] == [("web", ["app", "side"])]
     assert get(node, "/healthz") == (200, "ok")
 
 
@@ -194,7 +196,10 @@ def test_stats_summary_and_metrics_resource(node: Node) -> None:
     status, text = get(node, "/metrics/resource")
     assert status == 200
     assert "# TYPE container_cpu_usage_seconds_total counter" in text
-    assert 'container_cpu_usage_seconds_total{container="app",namespace="default",pod="web"} 2.5 1796472000000' in text
+    assert (
+        'container_cpu_usage_seconds_total{container="app",namespace="default",pod="web"} 2.5 1796472000000'
+        in text
+    )
     assert 'container_memory_working_set_bytes{container="side",namespace="default",pod="web"} 4096' in text
     assert "node_cpu_usage_seconds_total 7 1796472000000" in text
     assert 'pod_memory_working_set_bytes{namespace="default",pod="web"} 4096' in text
@@ -211,7 +216,10 @@ def test_metrics_without_a_summary_report_a_scrape_error() -> None:
 
 
 def test_container_logs_with_tail_and_limit_bytes(node: Node) -> None:
-    assert get(node, "/containerLogs/default/web/app") == (200, "".join(f"app line {i}\n" for i in range(1, 6)))
+    assert get(node, "/containerLogs/default/web/app") == (
+        200,
+        "".join(f"app line {i}\n" for i in range(1, 6)),
+    )
     assert get(node, "/containerLogs/default/web/side?tailLines=2")[1] == "side line 4\nside line 5\n"
     # The kubelet's legacy "tail"; "all" is every line.
     assert get(node, "/containerLogs/default/web/side?tail=1")[1] == "side line 5\n"
@@ -223,11 +231,17 @@ def test_container_logs_with_tail_and_limit_bytes(node: Node) -> None:
 
 
 def test_container_log_errors_as_the_kubelet(node: Node) -> None:
-    assert get(node, "/containerLogs/default/web/app?tailLines=abc") == (400, '{"message": "Unable to decode query."}')
+    assert get(node, "/containerLogs/default/web/app?tailLines=abc") == (
+        400,
+        '{"message": "Unable to decode query."}',
+    )
     assert get(node, "/containerLogs/default/web/app?follow=maybe")[0] == 400
     for bad in ("tailLines=-1", "limitBytes=0", "sinceSeconds=0",
                 "sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z", "stream=Both"):  # fmt: skip
-        assert get(node, f"/containerLogs/default/web/app?{bad}") == (422, '{"message": "Invalid request."}'), bad
+        assert get(node, f"/containerLogs/default/web/app?{bad}") == (
+            422,
+            '{"message": "Invalid request."}',
+        ), bad
     status, text = get(node, "/containerLogs/default/nope/app")
     assert status == 404 and '"nope"' in text and "vn-1" in text
     assert get(node, "/containerLogs/default/web/nope") == (404, 'container "nope" not found in pod "web"')
@@ -243,7 +257,9 @@ def test_followed_logs_stream_lines_as_they_come_and_stop_when_the_caller_leaves
         got: list[str] = []
         async with (
             aiohttp.ClientSession() as session,
-            session.get(node.url + "/containerLogs/default/web/app?follow=true&tailLines=1", ssl=node.ssl) as resp,
+            session.get(
+                node.url + "/containerLogs/default/web/app?follow=true&tailLines=1", ssl=node.ssl
+            ) as resp,
         ):
             assert resp.status == 200
             got.append((await resp.content.readline()).decode())
@@ -270,7 +286,9 @@ def test_log_options_are_parsed_as_pod_log_options() -> None:
 @pytest.mark.parametrize("protocol", ["v5.channel.k8s.io", "v4.channel.k8s.io"])
 def test_exec_stdout_and_success_status(node: Node, protocol: str) -> None:
     chosen, frames = run(
-        ws_session(node, "/exec/default/web/app?command=echo&command=hello&command=world&output=1", (protocol,))
+        ws_session(
+            node, "/exec/default/web/app?command=echo&command=hello&command=world&output=1", (protocol,)
+        )
     )
     assert chosen == protocol
     assert frames[0] == b"\x01"  # the empty frame that says the streams are open
@@ -281,7 +299,9 @@ def test_exec_stdout_and_success_status(node: Node, protocol: str) -> None:
 
 def test_exec_exit_code_and_stderr(node: Node) -> None:
     _, frames = run(
-        ws_session(node, "/exec/default/web/app?command=fail&command=3&output=1&error=1", ("v5.channel.k8s.io",))
+        ws_session(
+            node, "/exec/default/web/app?command=fail&command=3&output=1&error=1", ("v5.channel.k8s.io",)
+        )
     )
     assert channel(frames, 2) == b"failing\n"
     status = status_of(frames)
@@ -306,7 +326,12 @@ def test_exec_stdin_until_the_v5_close_signal(node: Node) -> None:
 def test_exec_tty_gets_the_terminal_size_and_no_stderr(node: Node) -> None:
     resize = b"\x04" + json.dumps({"Width": 120, "Height": 40}).encode()
     _, frames = run(
-        ws_session(node, "/exec/default/web/app?command=size&tty=1&output=1&error=1", ("v5.channel.k8s.io",), [resize])
+        ws_session(
+            node,
+            "/exec/default/web/app?command=size&tty=1&output=1&error=1",
+            ("v5.channel.k8s.io",),
+            [resize],
+        )
     )
     assert channel(frames, 1) == b"120x40 tty=True\n"
     assert channel(frames, 2) == b""
@@ -314,7 +339,9 @@ def test_exec_tty_gets_the_terminal_size_and_no_stderr(node: Node) -> None:
 
 def test_exec_base64_protocol(node: Node) -> None:
     chosen, frames = run(
-        ws_session(node, "/exec/default/web/app?command=echo&command=b64&output=1", ("v4.base64.channel.k8s.io",))
+        ws_session(
+            node, "/exec/default/web/app?command=echo&command=b64&output=1", ("v4.base64.channel.k8s.io",)
+        )
     )
     assert chosen == "v4.base64.channel.k8s.io"
     import base64
@@ -324,7 +351,9 @@ def test_exec_base64_protocol(node: Node) -> None:
 
 def test_attach_stdin_to_stdout_and_exit_code(node: Node) -> None:
     _, frames = run(
-        ws_session(node, "/attach/default/web/app?input=1&output=1", ("v5.channel.k8s.io",), [b"\x00hi\n"], True)
+        ws_session(
+            node, "/attach/default/web/app?input=1&output=1", ("v5.channel.k8s.io",), [b"\x00hi\n"], True
+        )
     )
     assert channel(frames, 1) == b"attached:hi\n"
     assert status_of(frames)["details"]["causes"][0]["message"] == "7"
@@ -332,7 +361,10 @@ def test_attach_stdin_to_stdout_and_exit_code(node: Node) -> None:
 
 def test_exec_request_errors(node: Node) -> None:
     # No stream asked for, no command, not a WebSocket, a protocol nobody speaks, unknown pod / container.
-    assert get(node, "/exec/default/web/app?command=ls") == (400, "you must specify at least 1 of stdin, stdout, stderr")
+    assert get(node, "/exec/default/web/app?command=ls") == (
+        400,
+        "you must specify at least 1 of stdin, stdout, stderr",
+    )
     assert get(node, "/exec/default/web/app?output=1")[0] == 400
     assert get(node, "/exec/default/web/app?command=ls&output=1") == (400, "Upgrade request required")
     spdy = get(node, "/exec/default/web/app?command=ls&output=1", Connection="Upgrade", Upgrade="SPDY/3.1")
@@ -352,7 +384,9 @@ def test_exec_request_errors(node: Node) -> None:
     uid = node.agent.pods.get_pod_by_name("default", "web").uid
     assert run(refused(f"/exec/default/web/not-{uid}/app?command=ls&output=1", ("v5.channel.k8s.io",))) == 404
     _, frames = run(
-        ws_session(node, f"/exec/default/web/{uid}/app?command=echo&command=uid&output=1", ("v5.channel.k8s.io",))
+        ws_session(
+            node, f"/exec/default/web/{uid}/app?command=echo&command=uid&output=1", ("v5.channel.k8s.io",)
+        )
     )
     assert channel(frames, 1) == b"uid\n"
 
@@ -367,7 +401,9 @@ def test_port_forward_channels_carry_the_port_and_the_data(node: Node) -> None:
         async with (
             aiohttp.ClientSession() as session,
             session.ws_connect(
-                node.url + "/portForward/default/web?port=80&port=81", protocols=("v4.channel.k8s.io",), ssl=node.ssl
+                node.url + "/portForward/default/web?port=80&port=81",
+                protocols=("v4.channel.k8s.io",),
+                ssl=node.ssl,
             ) as ws,
         ):
             assert ws.protocol == "v4.channel.k8s.io"
