@@ -585,31 +585,36 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     if not args.kubelet_mode:
         options["coalesce"] = args.coalesce
     runtime = shared_runtime(args.nodes)
-    api = kubelet_api(args, names, client.base_url, client)
+    api = kubelet_api(args, names, getattr(client, "base_url", ""), client)
     endpoints = api.endpoints() if api is not None else [None] * len(names)
-    agents = [
-        NodeAgent(
-            client,
-            providers[i],
-            name,
-            take_over=args.take_over,
-            manager_options=options,
-            events=args.events,
-            on_sync=metrics.observe_sync,
-            watch=False,
-            runtime=runtime,
-            heartbeat_client=heartbeat_client,
-            cpu_manager_policy=args.cpu_manager_policy,
-            # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
-            network=NodeNetwork.for_index(i),
-            kubelet_endpoint=endpoints[i],
-        )
-        for i, name in enumerate(names)
-    ]
-    if api is not None:
-        for agent, (_, port) in zip(agents, api.endpoints()):
-            api.set_agent(port, agent)
-    group = NodeGroup(client, agents, runtime=runtime)
+    try:
+        agents = [
+            NodeAgent(
+                client,
+                providers[i],
+                name,
+                take_over=args.take_over,
+                manager_options=options,
+                events=args.events,
+                on_sync=metrics.observe_sync,
+                watch=False,
+                runtime=runtime,
+                heartbeat_client=heartbeat_client,
+                cpu_manager_policy=args.cpu_manager_policy,
+                # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
+                network=NodeNetwork.for_index(i),
+                kubelet_endpoint=endpoints[i],
+            )
+            for i, name in enumerate(names)
+        ]
+        if api is not None:
+            for agent, (_, port) in zip(agents, api.endpoints()):
+                api.set_agent(port, agent)
+        group = NodeGroup(client, agents, runtime=runtime)
+    except BaseException:
+        if api is not None:
+            api.stop()
+        raise
     stop = guard.stopping
     guard.calls = runtime.calls
 
