@@ -900,8 +900,11 @@ class KubeletAPIServer:
             if call not in done:
                 # The caller went away: tell the provider, give it a moment, and stop.
                 io.closed.set()
+                for pump in pumps:
+                    pump.cancel()
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(call), 5)
+                log_fields(log, logging.INFO, f"{kind} caller went away", node=node.name, pod=pod.key())
                 return ws
             code = call.result()
             status = _exit_status(code, command if kind == "exec" else None, protocol)
