@@ -91,6 +91,9 @@ TUNNEL = "SPDY/3.1+portforward.k8s.io"
 PORT_FORWARD_PROTOCOLS = (TUNNEL, V4, V4_BASE64, V1, V1_BASE64, "")
 _BASE64 = {V4_BASE64, V1_BASE64}
 _STATUS_ERRORS = {V5, V4, V4_BASE64}  # the error channel carries a metav1.Status (else text)
+# Bytes a caller may send ahead of the provider (stdin, port-forward data) before its frames
+# are no longer read: TCP then slows the caller down instead of memory growing.
+INBOUND_LIMIT = 4 << 20
 
 
 class HTTPFailure(Exception):
@@ -911,7 +914,7 @@ class KubeletAPIServer:
         except Exception as err:
             status = {"metadata": {}, "status": "Failure", "message": f"{kind} failed: {err}"}
         finally:
-            for pipe in (io.stdout, io.stderr):
+            for pipe in (io.stdout, io.stderr, io.stdin):
                 if pipe is not None:
                     pipe.close()
         with contextlib.suppress(Exception):
@@ -966,6 +969,7 @@ class KubeletAPIServer:
                     continue
                 if data[0] == STDIN and io.stdin is not None:
                     io.stdin.write(data[1:])
+                    await io.stdin.wait_below(INBOUND_LIMIT)
                 elif data[0] == RESIZE:
                     with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
                         size = json.loads(data[1:])
@@ -1034,11 +1038,16 @@ class KubeletAPIServer:
                     continue
                 if len(data) < 1 or data[0] % 2 or data[0] // 2 >= len(streams):
                     continue
-                streams[data[0] // 2].inbound.write(data[1:])
+                inbound = streams[data[0] // 2].inbound
+                inbound.write(data[1:])
+                await inbound.wait_below(INBOUND_LIMIT)
         finally:
             for stream in streams:
                 stream.closed.set()
                 stream.inbound.close()
+            # What the caller sent before it left is still read: a moment for the provider.
+            if tasks:
+                await asyncio.wait(tasks, timeout=5)
             for task in tasks:
                 task.cancel()
             await ws.close()
@@ -1093,6 +1102,7 @@ class KubeletAPIServer:
                 stream.error(f"error forwarding port {port} to pod {ns}/{name}: {type(err).__name__}: {err}")
             finally:
                 stream.close()
+                stream.inbound.close()  # nobody reads it any more: a caller waiting to send goes on
                 stream.errors.close()
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.gather(out, errors), 10)
@@ -1118,6 +1128,7 @@ class KubeletAPIServer:
                             pipe.write(frame.payload)
                             if frame.flags & spdy.DATA_FIN:
                                 pipe.close()
+                            await pipe.wait_below(INBOUND_LIMIT)
                     elif frame.type == spdy.SYN_STREAM:
                         kind = frame.headers.get("streamtype", "")
                         request_id = frame.headers.get("requestid", "")
@@ -1152,6 +1163,8 @@ class KubeletAPIServer:
         finally:
             for pipe in inbound.values():
                 pipe.close()
+            if tasks:
+                await asyncio.wait(tasks, timeout=5)
             for task in tasks:
                 task.cancel()
             await ws.close()
@@ -1185,6 +1198,7 @@ class KubeletAPIServer:
             )
         finally:
             stream.close()
+            stream.inbound.close()  # nobody reads it any more: a caller waiting to send goes on
             stream.errors.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.gather(out, errors), 10)
