@@ -39,6 +39,7 @@ import base64
 import binascii
 import contextlib
 import datetime as dt
+import hashlib
 import inspect
 import json
 import logging
@@ -561,7 +562,8 @@ class KubeletAPIServer:
 
     async def _token_user(self, token: str) -> _User | None:
         now = time.monotonic()
-        cached = self._token_cache.get(token)
+        key = hashlib.sha256(token.encode()).hexdigest()  # the cache holds no token itself
+        cached = self._token_cache.get(key)
         if cached is not None and cached[0] > now:
             return cached[1]
         review = {
@@ -584,7 +586,7 @@ class KubeletAPIServer:
                 str(info.get("uid", "")),
                 dict(info.get("extra") or {}),
             )
-        self._token_cache[token] = (now + (TOKEN_TTL if user else DENIED_TTL), user)
+        self._token_cache[key] = (now + (TOKEN_TTL if user else DENIED_TTL), user)
         if len(self._token_cache) > 4096:
             self._token_cache = {k: v for k, v in self._token_cache.items() if v[0] > now}
         return user
