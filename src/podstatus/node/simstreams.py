@@ -50,12 +50,9 @@ class SimulatedError(Exception):
 # -- exec -------------------------------------------------------------------------------------
 
 
-async def exec_locally(
-    command: list[str], folder: Path, env: Mapping[str, str], io: ExecIO, *, what: str
-) -> int:
+async def exec_locally(command: list[str], folder: Path, env: Mapping[str, str], io: ExecIO) -> int:
     """Run ``command`` in ``folder`` with ``env``; stream it through ``io``; its exit code."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log.info("simulated exec runs a local command %s folder=%s command=%s", what, folder, command[:1])
     if io.tty:
         return await _exec_tty(command, folder, env, io)
     try:

@@ -44,6 +44,7 @@ from ..types import (
 from ..workloads import behaviour_of
 from . import simlogs, simstreams, simusage
 from .capabilities import ExecIO, LogOptions, PortStream
+from .logs import log_fields
 from .network import PodIPPool
 from .provider import NodeDescription, PodNotifier
 from .resize import allocation_of_pod, same_resources
@@ -463,9 +464,17 @@ class SimulatedProvider:
             / _safe(pod)
             / _safe(container)
         )
-        return await simstreams.exec_locally(
-            command, folder, env, io, what=f"pod={namespace}/{pod} container={container}"
+        log_fields(
+            log,
+            logging.INFO,
+            "simulated exec runs a local command",
+            node=self.node_name,
+            pod=f"{namespace}/{pod}",
+            container=container,
+            folder=str(folder),
+            command=command[0],
         )
+        return await simstreams.exec_locally(command, folder, env, io)
 
     async def attach_to_container(self, namespace: str, pod: str, container: str, io: ExecIO) -> int | None:
         """The container's output from now on; what is typed, printed back (see simstreams)."""
@@ -683,6 +692,8 @@ class SimulatedProvider:
             if cs.state.running is not None:
                 c.state = "running"
                 c.started_at = cs.state.running.started_at
+                # Its usage goes on from its real start, not from the epoch.
+                c.started_clock = c.started_at.timestamp() if c.started_at is not None else time.time()
             elif cs.state.terminated is not None:
                 t = cs.state.terminated
                 c.state, c.exit_code, c.started_at, c.finished_at = (
