@@ -15,11 +15,11 @@ import aiohttp
 import pytest
 from kubeletkit import client_context, issue_client_cert, status_of
 from nodekit import make_agent, pod_manifest, wait_for
-from podstatus.node.kubeletapi import KubeletAPIConfig, KubeletAPIServer
 from simkit import ZERO
 
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.node import SimulatedProvider
+from podstatus.node.kubeletapi import KubeletAPIConfig, KubeletAPIServer
 from podstatus.server.http import EmbeddedApiServer
 from podstatus.server.security import generate_ca
 
