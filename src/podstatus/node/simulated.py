@@ -808,7 +808,6 @@ class SimulatedProvider:
         c.container_id = self._cid(sim, c)
         c.ready = False
         c.started = False
-        c.profile = None
         c.cpu_segments = c.segment_age = 0.0
         if c.log is not None:
             c.log.close()
