@@ -123,6 +123,12 @@ def test_logs_exec_port_forward_and_stats_of_a_simulated_pod_over_the_kubelet_ap
         st = status_of(frames)
         assert st["reason"] == "NonZeroExitCode" and st["details"]["causes"][0]["message"] == "4"
 
+        # With local exec off (the default), the caller is told so, naming the node.
+        node["provider"].exec_locally = False
+        frames = await _ws(node, "/exec/default/web/app?command=ls&output=1", "v5.channel.k8s.io", [])
+        message = status_of(frames)["message"]
+        assert "exec is not supported by the simulated provider of node vn-1" in message, message
+
         # Port-forward: the responder of the declared port answers HTTP.
         data = b""
         async with (
