@@ -63,7 +63,7 @@ def test_exec_runs_locally_in_the_containers_folder_with_its_env_and_exit_code(t
                 "default",
                 "web",
                 "app",
-                ["sh", "-c", 'echo "$GREETING $MY_POD"; pwd; echo oops >&2; exit 3'],
+                ["sh", "-c", 'echo "$GREETING $MY_POD"; pwd; echo "$HOME"; echo oops >&2; exit 3'],
                 io,
             )
         )
@@ -71,6 +71,7 @@ def test_exec_runs_locally_in_the_containers_folder_with_its_env_and_exit_code(t
         out = _drain(io.stdout).decode().splitlines()
         assert out[0] == "hello from the pod web"
         assert Path(out[1]) == tmp_path / "vn-1" / "default" / "web" / "app"
+        assert Path(out[2]) == Path(out[1])  # HOME is the container's folder as well
         assert _drain(io.stderr) == b"oops\n"
     finally:
         p.close()

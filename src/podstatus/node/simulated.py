@@ -474,7 +474,8 @@ class SimulatedProvider:
             folder=str(folder),
             command=command[0],
         )
-        return await simstreams.exec_locally(command, folder, env, io)
+        # What a command writes to ~ stays in the container's folder too.
+        return await simstreams.exec_locally(command, folder, {"HOME": str(folder), **env}, io)
 
     async def attach_to_container(self, namespace: str, pod: str, container: str, io: ExecIO) -> int | None:
         """The container's output from now on; what is typed, printed back (see simstreams)."""
@@ -611,7 +612,6 @@ class SimulatedProvider:
         env = {
             "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
             "HOSTNAME": sim.pod.name,
-            "HOME": "/root",
         }
         fields = {
             "metadata.name": sim.pod.name,
