@@ -221,3 +221,21 @@ def test_the_node_command_turns_local_exec_on_only_when_asked() -> None:
     finally:
         off.close()
         on.close()
+
+
+def test_local_exec_is_said_loudly_once_per_process(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    import logging
+
+    from podstatus.node import simulated
+
+    simulated._exec_warned = False  # as in a fresh process
+    caplog.set_level(logging.DEBUG, logger="podstatus.node.simulated")
+    quiet = provider()
+    loud = [provider(exec_locally=True, exec_root=str(tmp_path)) for _ in range(3)]
+    try:
+        said = [r for r in caplog.records if "runs commands locally" in r.getMessage()]
+        assert [r.levelno for r in said] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+        assert str(tmp_path) in said[0].getMessage()
+    finally:
+        for p in (quiet, *loud):
+            p.close()

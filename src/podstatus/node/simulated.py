@@ -65,6 +65,8 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
+_exec_warned = False  # said once that simulated exec runs commands locally
+
 # What a container prints as it ends, by behaviour, and now and then while it runs.
 _SIGTERM = "received SIGTERM, shutting down"
 _LAST_WORDS = {"crash": "panic: simulated crash", "fail": "error: simulated failure", "complete": "done"}
@@ -261,7 +263,11 @@ class SimulatedProvider:
         self.exec_locally = exec_locally
         self.exec_root = Path(exec_root) if exec_root else Path(tempfile.gettempdir()) / "podstatus-sim-exec"
         if exec_locally:
-            log.warning(
+            # Once per process at warning (a thousand nodes are not a thousand warnings).
+            global _exec_warned
+            level, _exec_warned = (logging.DEBUG if _exec_warned else logging.WARNING), True
+            log.log(
+                level,
                 "simulated exec runs commands locally node=%s folder=%s",
                 node_name or "-",
                 self.exec_root,
