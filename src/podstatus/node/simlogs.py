@@ -49,7 +49,6 @@ class ContainerLog:
     """The output of one container instance: a bounded ring of timestamped lines."""
 
     __slots__ = (
-        "_cond",
         "_futures",
         "_lines",
         "_lock",
@@ -71,7 +70,6 @@ class ContainerLog:
         # alone (tests) gets its own.
         self._lock = lock if lock is not None else threading.Lock()
         self._futures: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] | None = None
-        self._cond: threading.Condition | None = None  # made for a blocking follower only
         self.first_seq = 0  # the sequence number of the oldest line kept
         self.closed = False  # the instance has stopped: followers end
         self.exit_code: int | None = None  # how it ended, once closed
@@ -155,9 +153,6 @@ class ContainerLog:
         for loop, future in futures or ():
             with contextlib.suppress(RuntimeError):  # that loop is closed: its follower is gone
                 loop.call_soon_threadsafe(_resolve, future)
-        if self._cond is not None:
-            with self._cond:
-                self._cond.notify_all()
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -202,20 +197,6 @@ class ContainerLog:
                         if self._futures is not None:
                             self._futures = [f for f in self._futures if f[1] is not future] or None
                     future.cancel()
-
-    def wait_blocking(self, seq: int, timeout: float) -> None:
-        """For a follower on a thread: wait until a line after ``seq`` or the close, or ``timeout``."""
-        with self._lock:
-            if self._cond is None:
-                self._cond = threading.Condition()
-            cond = self._cond
-            if self.first_seq + len(self._lines) != seq or self.closed:
-                return
-            due = self._next_due()
-        if due is not None:
-            timeout = min(timeout, max(0.0, due - time.time()) + 0.001)
-        with cond:
-            cond.wait(timeout)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
