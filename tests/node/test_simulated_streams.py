@@ -239,3 +239,24 @@ def test_local_exec_is_said_loudly_once_per_process(caplog: pytest.LogCaptureFix
     finally:
         for p in (quiet, *loud):
             p.close()
+
+
+def test_ctrl_c_typed_on_the_terminal_interrupts_the_command(tmp_path: Path) -> None:
+    p = provider(exec_locally=True, exec_root=str(tmp_path))
+    try:
+        p.create_pod(pod("web"))
+        io = ExecIO(stdin=Pipe(), stdout=Pipe(), tty=True, resizes=Channel())
+        assert io.stdin is not None
+
+        async def session() -> int:
+            task = asyncio.ensure_future(p.run_in_container("default", "web", "app", ["sleep", "30"], io))
+            await asyncio.sleep(0.5)  # the command is running on the terminal
+            io.stdin.write(b"\x03")
+            return await asyncio.wait_for(task, 10)
+
+        assert asyncio.run(session()) == 128 + 2  # SIGINT, sent by the terminal to its foreground job
+        io = _io(tty=True)
+        assert asyncio.run(p.run_in_container("default", "web", "app", ["no-such-command-here"], io)) == 126
+        assert b'exec: "no-such-command-here"' in _drain(io.stdout)
+    finally:
+        p.close()

@@ -21,6 +21,7 @@ import logging
 import os
 import signal
 import struct
+import sys
 import termios
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,6 +36,21 @@ log = logging.getLogger(__name__)
 # Requests whose first word is one of these get the HTTP responder; anything else, the echo.
 _HTTP_METHODS = (b"GET ", b"HEAD ", b"POST ", b"PUT ", b"DELETE ", b"PATCH ", b"OPTIONS ")
 _MAX_HEAD = 64 * 1024
+
+
+# Run in a new session on the pty: take it as the controlling terminal, then become the command.
+_CONTROLLING_TTY = """\
+import fcntl, os, sys, termios
+fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+try:
+    os.execvp(sys.argv[1], sys.argv[1:])
+except OSError as err:
+    sys.stderr.write(
+        "OCI runtime exec failed: exec failed: unable to start container process: "
+        f'exec: "{sys.argv[1]}": {err.strerror}: unknown\\r\\n'
+    )
+    sys.exit(126)
+"""
 
 
 class SimulatedError(Exception):
@@ -140,7 +156,14 @@ async def _exec_tty(command: list[str], folder: Path, env: Mapping[str, str], io
     if first is not None:
         _set_size(master, first)
     try:
+        # Through a shim that makes the pty its controlling terminal (subprocess cannot, short of
+        # preexec_fn, unsafe with threads): then Ctrl-C typed by the caller interrupts it.
         proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",  # the container's PYTHON* variables do not reach the shim
+            "-S",
+            "-c",
+            _CONTROLLING_TTY,
             *command,
             cwd=folder,
             env={"TERM": "xterm", **env},
