@@ -32,7 +32,7 @@ class Seen:
 
 
 @dataclass
-class TestKubelet:
+class LoopbackKubelet:
     """Serve ``pods`` (``{(ns, pod): {container: [log lines]}}``) until :meth:`stop`."""
 
     client_ca_pem: bytes
@@ -44,7 +44,7 @@ class TestKubelet:
     _runner: web.AppRunner | None = None
     _thread: threading.Thread | None = None
 
-    def start(self) -> TestKubelet:
+    def start(self) -> LoopbackKubelet:
         ready = threading.Event()
         self._loop = asyncio.new_event_loop()
 
@@ -152,7 +152,7 @@ class TestKubelet:
                         {
                             "name": c,
                             "startTime": now,
-                            "cpu": {"time": now, "usageNanoCores": 25_000_000 + 1000 * i},
+                            "cpu": {"time": now, "usageNanoCores": 25_000_000 + 5_000_000 * i},
                             "memory": {"time": now, "workingSetBytes": (64 + i) * 1024 * 1024},
                         }
                         for i, c in enumerate(sorted(containers))
