@@ -179,7 +179,9 @@ def test_a_pod_not_found_is_the_pods_404_and_an_unscheduled_pod_has_an_empty_log
     assert resp.status == 200 and resp.data == b""
 
 
-def test_kubectl_exec_runs_with_stdin_output_and_exit_code(env: dict[str, str], kubelet: LoopbackKubelet) -> None:
+def test_kubectl_exec_runs_with_stdin_output_and_exit_code(
+    env: dict[str, str], kubelet: LoopbackKubelet
+) -> None:
     mark = len(kubelet.seen)
     proc = kubectl(env, "exec", "web", "--", "echo", "hello", "world")
     assert proc.returncode == 0, proc.stderr
