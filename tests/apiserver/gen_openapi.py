@@ -65,7 +65,7 @@ def _resource_of(path: str) -> tuple[str, str] | None:
         rest = rest[1:]
     if len(rest) >= 3 and rest[0] == "namespaces" and rest[1] == "{namespace}":
         rest = rest[2:]
-    if not rest or len(rest) > 3:
+    if not rest or (len(rest) > 3 and rest[2] != "proxy"):  # .../proxy/{path} is nodes/proxy
         return None
     return gv, rest[0] if len(rest) < 3 else f"{rest[0]}/{rest[2]}"
 
