@@ -339,12 +339,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         state_dir = Path(args.state_dir) if args.state_dir else security.default_state_dir()
         kept = security.load_credentials(state_dir, [args.host], token=args.token, tls=tls)
         token, material, client = kept.token, kept.tls, kept.kubelet_client
-    from .server.proxy import KubeletClientConfig
+    from .server.proxy import ADDRESS_TYPES, KubeletClientConfig
 
+    wanted_types = [t.strip() for t in args.kubelet_preferred_address_types.split(",") if t.strip()]
+    unknown = [t for t in wanted_types if t not in ADDRESS_TYPES]
+    if unknown or not wanted_types:
+        raise ValueError(
+            f"--kubelet-preferred-address-types {args.kubelet_preferred_address_types!r}: "
+            f"each must be one of {', '.join(ADDRESS_TYPES)}"
+        )
     kubelet = KubeletClientConfig(
         cert_pem=client[0] if client else None,
         key_pem=client[1] if client else None,
-        preferred_address_types=tuple(args.kubelet_preferred_address_types.split(",")),
+        preferred_address_types=tuple(wanted_types),
     )
     max_connections = _allow_connections(args.max_connections)
     if not loopback:

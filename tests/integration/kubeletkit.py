@@ -38,6 +38,8 @@ class LoopbackKubelet:
     client_ca_pem: bytes
     pods: Mapping[tuple[str, str], Mapping[str, list[str]]]
     seen: list[Seen] = field(default_factory=list)
+    # Port-forward: a pod's port -> the local port of the responder that stands in for it.
+    forwards: dict[int, int] = field(default_factory=dict)
     port: int = 0
     tls: TlsMaterial = field(default_factory=lambda: generate_tls(["127.0.0.1"]))
     _loop: asyncio.AbstractEventLoop | None = None
@@ -91,6 +93,8 @@ class LoopbackKubelet:
         app.router.add_get("/containerLogs/{ns}/{pod}/{container}", self._logs)
         app.router.add_get("/exec/{ns}/{pod}/{container}", self._exec)
         app.router.add_post("/exec/{ns}/{pod}/{container}", self._exec)
+        app.router.add_get("/attach/{ns}/{pod}/{container}", self._attach)
+        app.router.add_get("/portForward/{ns}/{pod}", self._port_forward)
         app.router.add_get("/stats/summary", self._summary)
         app.router.add_get("/healthz", self._healthz)
         self._runner = web.AppRunner(app)
@@ -213,4 +217,50 @@ class LoopbackKubelet:
         if feeder is not None:
             feeder.cancel()
         await ws.close()
+        return ws
+
+    async def _attach(self, request: web.Request) -> web.StreamResponse:
+        """Attach: a greeting on stdout, then stdin echoed back until the client closes it."""
+        if self._container(request) is None:
+            return web.Response(status=404, text="container not found")
+        ws = web.WebSocketResponse(protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"))
+        await ws.prepare(request)
+        await ws.send_bytes(b"\x01attached to " + request.match_info["container"].encode() + b"\n")
+        if request.query.get("stdin") == "1":
+            async for msg in ws:
+                if msg.type != WSMsgType.BINARY or not msg.data:
+                    continue
+                if msg.data[0] == 0:
+                    await ws.send_bytes(b"\x01" + msg.data[1:])
+                elif msg.data[0] == 255:
+                    break
+        await ws.send_bytes(b"\x03" + json.dumps({"metadata": {}, "status": "Success"}).encode())
+        await ws.close()
+        return ws
+
+    async def _port_forward(self, request: web.Request) -> web.StreamResponse:
+        """The kubelet's WebSocket port-forward: a data and an error channel per port, each
+        opened with the port (2 bytes, little endian); one connection to the responder."""
+        ports = [int(p) for v in request.query.getall("port", []) for p in v.split(",")]
+        if len(ports) != 1 or ports[0] not in self.forwards:
+            return web.Response(status=400, text=f"cannot forward {ports}")
+        ws = web.WebSocketResponse(protocols=("v4.channel.k8s.io",))
+        await ws.prepare(request)
+        port = ports[0].to_bytes(2, "little")
+        await ws.send_bytes(b"\x00" + port)
+        await ws.send_bytes(b"\x01" + port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.forwards[ports[0]])
+
+        async def back() -> None:
+            while data := await reader.read(4096):
+                await ws.send_bytes(b"\x00" + data)
+            await ws.close()
+
+        task = asyncio.create_task(back())
+        async for msg in ws:
+            if msg.type == WSMsgType.BINARY and msg.data[:1] == b"\x00" and len(msg.data) > 1:
+                writer.write(msg.data[1:])
+                await writer.drain()
+        await task
+        writer.close()
         return ws

@@ -6,16 +6,21 @@ client certificates); the serve side is the real embedded server and the venv's 
 
 from __future__ import annotations
 
+import asyncio
+import http.server
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import urllib3
 from kubeletkit import LoopbackKubelet
@@ -375,3 +380,62 @@ def test_podstatus_serve_keeps_its_kubelet_client_certificate_and_ca_in_the_stat
         serve.communicate(timeout=30)
         if kl is not None:
             kl.stop()
+
+
+def test_kubectl_attach_streams_both_ways(env: dict[str, str], kubelet: LoopbackKubelet) -> None:
+    mark = len(kubelet.seen)
+    proc = kubectl(env, "attach", "-i", "web", input="typed in\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["attached to app", "typed in"]
+    (seen,) = _seen_since(kubelet, mark)
+    assert seen.path == "/attach/default/web/app"
+    assert dict(seen.query) == {"stdin": "1", "stdout": "1", "stderr": "1"}
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = f"hello from the pod's port, path {self.path}\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_port_forward_relays_an_http_request_through_serve(
+    server: EmbeddedApiServer, kubelet: LoopbackKubelet
+) -> None:
+    """The WebSocket upgrade goes through serve untouched (the kubelet's port-forward channel
+    protocol here: kubectl's own SPDY-over-WebSocket tunnel is the kubelet's to speak)."""
+    responder = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    threading.Thread(target=responder.serve_forever, daemon=True).start()
+    kubelet.forwards[80] = responder.server_address[1]
+    assert server.tls is not None
+    context = ssl.create_default_context(cadata=server.tls.ca_pem.decode())
+
+    async def forward() -> bytes:
+        url = server.url + "/api/v1/namespaces/default/pods/web/portforward?ports=80"
+        got = b""
+        async with aiohttp.ClientSession() as session, session.ws_connect(
+            url, protocols=("v4.channel.k8s.io",), ssl=context,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        ) as ws:  # fmt: skip
+            assert ws.protocol == "v4.channel.k8s.io"
+            # Each channel opens with the port, little endian.
+            assert [(await ws.receive_bytes()) for _ in range(2)] == [b"\x00\x50\x00", b"\x01\x50\x00"]
+            await ws.send_bytes(b"\x00GET /through HTTP/1.0\r\nHost: pod\r\n\r\n")
+            async for msg in ws:
+                if msg.type == aiohttp.WSMsgType.BINARY and msg.data[:1] == b"\x00":
+                    got += msg.data[1:]
+        return got
+
+    try:
+        answer = asyncio.run(asyncio.wait_for(forward(), 30))
+    finally:
+        responder.shutdown()
+        responder.server_close()
+    assert answer.startswith(b"HTTP/1.0 200")
+    assert answer.endswith(b"hello from the pod's port, path /through\n")
+    assert kubelet.seen[-1].path == "/portForward/default/web" and kubelet.seen[-1].query == [("port", "80")]

@@ -43,6 +43,7 @@ from ..errors import ApiError, status_body
 from .store import FieldError, Store, bad_request, invalid
 
 __all__ = [
+    "ADDRESS_TYPES",
     "DEFAULT_ADDRESS_TYPES",
     "KubeletClientConfig",
     "KubeletError",
@@ -56,6 +57,8 @@ log = logging.getLogger(__name__)
 # kubeadm's kube-apiserver flag --kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname:
 # a podstatus node's Hostname is its name, which no resolver knows.
 DEFAULT_ADDRESS_TYPES: tuple[str, ...] = ("InternalIP", "ExternalIP", "Hostname")
+# The NodeAddressTypes there are.
+ADDRESS_TYPES: tuple[str, ...] = ("Hostname", "InternalIP", "ExternalIP", "InternalDNS", "ExternalDNS")
 # kube-apiserver's --kubelet-port default, for a Node that reports no port.
 DEFAULT_KUBELET_PORT = 10250
 # kube-apiserver's KubeletClientConfig.HTTPTimeout: dialing and waiting for the answer's head.
