@@ -1,6 +1,6 @@
 """kubectl logs / exec / get --raw nodes/proxy / top through `podstatus serve` to a node's kubelet.
 
-The kubelet here is :mod:`kubeletkit`'s (a real aiohttp HTTPS server on loopback that checks
+The kubelet here is :mod:`loopkubelet`'s (a real aiohttp HTTPS server on loopback that checks
 client certificates); the serve side is the real embedded server and the venv's kubectl.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 import pytest
 import urllib3
-from kubeletkit import LoopbackKubelet
+from loopkubelet import LoopbackKubelet
 
 from podstatus.server import EmbeddedApiServer, security
 from podstatus.server.proxy import KubeletClientConfig

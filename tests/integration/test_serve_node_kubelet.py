@@ -1,0 +1,147 @@
+"""`podstatus serve` + `podstatus node` (its kubelet API) + kubectl 1.37: logs, exec, nodes/proxy,
+top and a port-forward stream, end to end on loopback (the provider: tests/node/kubeletkit.py's)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from podstatus.server import EmbeddedApiServer, security
+from podstatus.server.proxy import KubeletClientConfig
+from testkit import kubectl_path
+
+KUBECTL = kubectl_path()
+TOKEN = "serve-node-kubelet-token"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EmbeddedApiServer, dict[str, str]]]:
+    tmp = tmp_path_factory.mktemp("serve-node")
+    ca, ca_key = security.generate_ca()
+    material = security.issue_serving_cert(ca, ca_key, ["127.0.0.1"])
+    client = security.issue_client_cert(ca, ca_key)
+    ca_file = security.write_private(tmp / security.KUBELET_CLIENT_CA_FILE, ca)
+    with EmbeddedApiServer(token=TOKEN, tls=material, kubelet_client=KubeletClientConfig(*client)) as server:
+        config = server.write_kubeconfig(tmp / "kubeconfig")
+        env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(tmp)}
+        node_env = {**env, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests" / "node")])}
+        port = _free_port()
+        err = open(tmp / "node.err", "wb")  # noqa: SIM115 (closed below)
+        node = subprocess.Popen(
+            [sys.executable, "-m", "podstatus.cli", "node", "--name", "vn-1", "--kubeconfig", str(config),
+             "--provider", "kubeletkit:CapableProvider", "--kubelet-port", str(port), "--address", "127.0.0.1",
+             "--kubelet-client-ca", str(ca_file)],
+            env=node_env, stdout=subprocess.DEVNULL, stderr=err,
+        )  # fmt: skip
+        try:
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"},
+                   "spec": {"nodeName": "vn-1", "containers": [{"name": "app", "image": "nginx"}]}}  # fmt: skip
+            server.store.create("pods", "default", pod)
+            # The node takes the pod (the fake provider reports no phase of its own): its
+            # kubelet API answers for it once the Node points at it and the agent runs the pod.
+            deadline = time.monotonic() + 60
+            while True:
+                assert node.poll() is None, (tmp / "node.err").read_text()
+                status = (
+                    server.store.get("nodes", None, "vn-1").obj.get("status") if _has_node(server) else None
+                )
+                if (
+                    status
+                    and (status.get("daemonEndpoints") or {}).get("kubeletEndpoint", {}).get("Port") == port
+                ) and kubectl(env, "logs", "web").returncode == 0:
+                    break
+                assert time.monotonic() < deadline, "no logs: " + (tmp / "node.err").read_text()[-2000:]
+                time.sleep(0.3)
+            yield server, env
+        finally:
+            node.terminate()
+            node.wait(30)
+            err.close()
+
+
+def _has_node(server: EmbeddedApiServer) -> bool:
+    return any(n.name == "vn-1" for n in server.store.list("nodes", None)[0])
+
+
+def kubectl(env: dict[str, str], *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KUBECTL, *args], env=env, input=input, capture_output=True, text=True, timeout=60)
+
+
+def test_kubectl_logs_through_serve_and_the_node(world: tuple[EmbeddedApiServer, dict[str, str]]) -> None:
+    _, env = world
+    logs = kubectl(env, "logs", "web")
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout.splitlines() == [f"app line {i}" for i in range(1, 6)]
+    tail = kubectl(env, "logs", "web", "--tail", "2")
+    assert tail.returncode == 0 and tail.stdout.splitlines() == ["app line 4", "app line 5"]
+
+
+def test_kubectl_exec_through_serve_and_the_node(world: tuple[EmbeddedApiServer, dict[str, str]]) -> None:
+    _, env = world
+    echo = kubectl(env, "exec", "web", "--", "echo", "hi", "there")
+    assert echo.returncode == 0, echo.stderr
+    assert echo.stdout == "hi there\n"
+    cat = kubectl(env, "exec", "-i", "web", "--", "cat", input="piped\n")
+    assert cat.returncode == 0 and cat.stdout == "piped\n", cat.stderr
+    failed = kubectl(env, "exec", "web", "--", "fail", "4")
+    assert failed.returncode == 4 and "failing" in failed.stderr
+
+
+def test_kubectl_raw_node_proxy_and_top(world: tuple[EmbeddedApiServer, dict[str, str]]) -> None:
+    _, env = world
+    raw = kubectl(env, "get", "--raw", "/api/v1/nodes/vn-1/proxy/stats/summary")
+    assert raw.returncode == 0, raw.stderr
+    assert [p["podRef"]["name"] for p in json.loads(raw.stdout)["pods"]] == ["web"]
+    top = kubectl(env, "top", "pod", "web", "--no-headers")
+    assert top.returncode == 0, top.stderr
+    assert top.stdout.split() == ["web", "5m", "0Mi"]
+    nodes = kubectl(env, "top", "node", "--no-headers")
+    assert nodes.returncode == 0, nodes.stderr
+    name, cpu, _, memory, _ = nodes.stdout.split()  # the percentages of the node's allocatable
+    assert (name, cpu, memory) == ("vn-1", "10m", "1Mi")
+
+
+def test_a_port_forward_stream_through_serve_and_the_node(
+    world: tuple[EmbeddedApiServer, dict[str, str]],
+) -> None:
+    server, _ = world
+    assert server.tls is not None
+    context = ssl.create_default_context(cadata=server.tls.ca_pem.decode())
+
+    async def forward() -> bytes:
+        url = server.url + "/api/v1/namespaces/default/pods/web/portforward?ports=80"
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(
+                url,
+                protocols=("v4.channel.k8s.io",),
+                ssl=context,
+                headers={"Authorization": f"Bearer {TOKEN}"},
+            ) as ws,
+        ):
+            assert [(await ws.receive_bytes()) for _ in range(2)] == [b"\x00\x50\x00", b"\x01\x50\x00"]
+            await ws.send_bytes(b"\x00hello")
+            while True:
+                data = await ws.receive_bytes()
+                if data[:1] == b"\x00":
+                    return data[1:]
+
+    assert asyncio.run(asyncio.wait_for(forward(), 30)) == b"echo:hello"
