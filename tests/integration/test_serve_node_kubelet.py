@@ -38,7 +38,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EmbeddedAp
     ca, ca_key = security.generate_ca()
     material = security.issue_serving_cert(ca, ca_key, ["127.0.0.1"])
     client = security.issue_client_cert(ca, ca_key)
-    ca_file = security.write_private(tmp / security.KUBELET_CLIENT_CA_FILE, ca)
     with EmbeddedApiServer(token=TOKEN, tls=material, kubelet_client=KubeletClientConfig(*client)) as server:
         config = server.write_kubeconfig(tmp / "kubeconfig")
         env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(tmp)}
@@ -47,8 +46,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EmbeddedAp
         err = open(tmp / "node.err", "wb")  # noqa: SIM115 (closed below)
         node = subprocess.Popen(
             [sys.executable, "-m", "podstatus.cli", "node", "--name", "vn-1", "--kubeconfig", str(config),
-             "--provider", "kubeletkit:CapableProvider", "--kubelet-port", str(port), "--address", "127.0.0.1",
-             "--kubelet-client-ca", str(ca_file)],
+             # No --kubelet-client-ca: the node trusts the serve CA its kubeconfig carries.
+             "--provider", "kubeletkit:CapableProvider", "--kubelet-port", str(port), "--address", "127.0.0.1"],
             env=node_env, stdout=subprocess.DEVNULL, stderr=err,
         )  # fmt: skip
         try:
@@ -145,3 +144,45 @@ def test_a_port_forward_stream_through_serve_and_the_node(
                     return data[1:]
 
     assert asyncio.run(asyncio.wait_for(forward(), 30)) == b"echo:hello"
+
+
+def test_only_a_podstatus_serve_ca_is_taken_from_the_kubeconfig(tmp_path: Path) -> None:
+    """A real cluster's CA also signs its users' certificates: never trusted for clients unasked."""
+    import datetime as dt
+
+    import yaml
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    from podstatus.node.command import serve_client_ca
+
+    def kubeconfig(ca_pem: bytes) -> str:
+        import base64
+
+        path = tmp_path / f"config-{len(list(tmp_path.iterdir()))}"
+        cluster = {
+            "server": "https://127.0.0.1:1",
+            "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+        }
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": cluster}], "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        }))  # fmt: skip
+        return str(path)
+
+    serve_ca, _ = security.generate_ca()
+    assert serve_client_ca(kubeconfig(serve_ca), None) == serve_ca
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+    now = dt.datetime.now(dt.UTC)
+    other = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(1).not_valid_before(now).not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+    )  # fmt: skip
+    assert serve_client_ca(kubeconfig(other), None) is None
+    assert serve_client_ca(str(tmp_path / "missing"), None) is None
