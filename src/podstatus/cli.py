@@ -389,7 +389,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         console.print(f"CA, serving key and token kept in {escape(str(state_dir))} (a restart keeps them)")
         if client is not None:
             ca_file = escape(str(state_dir / security.KUBELET_CLIENT_CA_FILE))
-            console.print(f"kubelet client CA (for podstatus node --kubelet-client-ca): {ca_file}")
+            console.print(
+                f"kubelet client CA (podstatus node --kubelet-client-ca, when not given this kubeconfig): {ca_file}"
+            )
     console.print(f"try: kubectl --kubeconfig {path} get pods -o wide -w")
     stop = threading.Event()
 

@@ -429,6 +429,8 @@ def test_port_forward_relays_an_http_request_through_serve(
             async for msg in ws:
                 if msg.type == aiohttp.WSMsgType.BINARY and msg.data[:1] == b"\x00":
                     got += msg.data[1:]
+        # aiohttp closes TLS transports on the next loop turns (its documented graceful shutdown).
+        await asyncio.sleep(0.25)
         return got
 
     try:

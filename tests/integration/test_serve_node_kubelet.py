@@ -127,6 +127,7 @@ def test_a_port_forward_stream_through_serve_and_the_node(
 
     async def forward() -> bytes:
         url = server.url + "/api/v1/namespaces/default/pods/web/portforward?ports=80"
+        got = b""
         async with (
             aiohttp.ClientSession() as session,
             session.ws_connect(
@@ -138,10 +139,14 @@ def test_a_port_forward_stream_through_serve_and_the_node(
         ):
             assert [(await ws.receive_bytes()) for _ in range(2)] == [b"\x00\x50\x00", b"\x01\x50\x00"]
             await ws.send_bytes(b"\x00hello")
-            while True:
+            while not got:
                 data = await ws.receive_bytes()
                 if data[:1] == b"\x00":
-                    return data[1:]
+                    got = data[1:]
+            await ws.close()
+        # aiohttp closes TLS transports on the next loop turns (its documented graceful shutdown).
+        await asyncio.sleep(0.25)
+        return got
 
     assert asyncio.run(asyncio.wait_for(forward(), 30)) == b"echo:hello"
 

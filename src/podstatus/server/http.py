@@ -1478,6 +1478,7 @@ class EmbeddedApiServer:
         if self.deadlines is not None:
             self.deadlines.stop()
             self.deadlines = None
+        self.api.metrics.close()
         for t in self._threads:
             t.join(timeout=5)
         if self.audit is not None:

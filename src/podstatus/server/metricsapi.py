@@ -93,7 +93,8 @@ class MetricsApi:
         self.cache_seconds = cache_seconds
         self._cache: dict[str, tuple[float, dict[str, Any] | None]] = {}
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=_SCRAPE_WORKERS, thread_name_prefix="metrics-scrape")
+        # Made at the first scrape, dropped at close (a server can be started again).
+        self._pool: ThreadPoolExecutor | None = None
         self.scrapes = 0
 
     # -- scraping ------------------------------------------------------------------------------
@@ -131,7 +132,13 @@ class MetricsApi:
                 else:
                     stale.append(node)
         if stale:
-            got = list(self._pool.map(self._scrape, stale))
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=_SCRAPE_WORKERS, thread_name_prefix="metrics-scrape"
+                    )
+                pool = self._pool
+            got = list(pool.map(self._scrape, stale))
             with self._lock:
                 for node, data in zip(stale, got, strict=True):
                     self._cache[node] = (time.monotonic(), data)
@@ -273,4 +280,8 @@ class MetricsApi:
         }
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            pool, self._pool = self._pool, None
+            self._cache.clear()
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
