@@ -25,8 +25,9 @@ class CapableProvider(FakeProvider):
     """Logs are ``line 1`` .. ``line 5`` per container; a followed log then waits for
     :meth:`add_log_line` until :meth:`end_logs` (or the caller leaves)."""
 
-    def __init__(self) -> None:
+    def __init__(self, node_name: str = "vn-1") -> None:
         super().__init__()
+        self.node_name = node_name
         self.log_options: list[LogOptions] = []
         self.extra_lines: list[bytes] = []
         self._log_cond = threading.Condition()
@@ -155,7 +156,7 @@ class CapableProvider(FakeProvider):
             )
         return {
             "node": {
-                "nodeName": "vn-1",
+                "nodeName": self.node_name,
                 "startTime": now,
                 "cpu": {"time": now, "usageNanoCores": 10_000_000, "usageCoreNanoSeconds": 7_000_000_000},
                 "memory": {"time": now, "workingSetBytes": 1_048_576, "usageBytes": 2_097_152},
@@ -210,6 +211,8 @@ def client_context(
 ) -> ssl.SSLContext:
     """A TLS client context trusting the kubelet API's CA, presenting ``cert`` when given."""
     context = ssl.create_default_context(cadata=server_ca_pem.decode())
+    # The trusted certificate may be the server's own (not a CA): trust it as it is.
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
     if cert is not None:
         crt, key = folder / "client.crt", folder / "client.key"
         crt.write_bytes(cert[0])

@@ -230,6 +230,16 @@ def serve_client_ca(kubeconfig: str | None, context: str | None) -> bytes | None
     return None
 
 
+def _enough_descriptors(wanted: int) -> None:
+    """Raise the soft open-files limit toward ``wanted`` (a socket per node; 1,024 is a common default)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        target = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
 def kubelet_api(args: argparse.Namespace, names: Sequence[str], base_url: str, reviewer: Any) -> Any:
     """The kubelet API server of this process with a socket per node, or None (--kubelet-port 0)."""
     if args.kubelet_port == 0:
@@ -263,6 +273,7 @@ def kubelet_api(args: argparse.Namespace, names: Sequence[str], base_url: str, r
         authorization=authorization,
         reviewer=reviewer if (args.authentication_token_webhook or authorization == "Webhook") else None,
     )
+    _enough_descriptors(len(names) + 1024)
     server = KubeletAPIServer(config)
     server.start(names)
     try:
