@@ -191,3 +191,48 @@ def test_only_a_podstatus_serve_ca_is_taken_from_the_kubeconfig(tmp_path: Path) 
     )  # fmt: skip
     assert serve_client_ca(kubeconfig(other), None) is None
     assert serve_client_ca(str(tmp_path / "missing"), None) is None
+
+
+def test_kubectl_exec_with_a_terminal_through_serve(world: tuple[EmbeddedApiServer, dict[str, str]]) -> None:
+    """-t on a real terminal (a pty): kubectl sends tty=1 and the terminal's size (the resize
+    channel); the provider's `size` command prints what reached it."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    _, env = world
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
+    proc = subprocess.Popen(
+        [KUBECTL, "exec", "-it", "web", "--", "size"],
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    out = b""
+    try:
+        proc.wait(30)
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's other side is gone
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(leader)
+    assert proc.returncode == 0, out
+    assert b"111x33 tty=True" in out
+
+
+def test_kubectl_logs_previous_gets_the_kubelets_answer(
+    world: tuple[EmbeddedApiServer, dict[str, str]],
+) -> None:
+    _, env = world
+    previous = kubectl(env, "logs", "web", "--previous")
+    assert previous.returncode != 0
+    assert 'previous terminated container "app" in pod "web" not found' in previous.stderr
