@@ -104,6 +104,7 @@ class CapableProvider(FakeProvider):
         if name == "sleep":
             while not io.closed.is_set():
                 await asyncio.sleep(0.02)
+            self.exec_commands.append(["sleep ended: the caller went away"])
             return 0
         raise RuntimeError(f"no such command: {name}")
 
@@ -228,3 +229,40 @@ def status_of(frames: list[bytes]) -> dict[str, Any]:
             result: dict[str, Any] = json.loads(frame[1:])
             return result
     raise AssertionError(f"no status on the error channel in {frames!r}")
+
+
+# --- client-go's stream clients (tests/kubeletclient) ------------------------------------
+
+CLIENT_SOURCE = Path(__file__).resolve().parents[1] / "kubeletclient"
+
+
+def build_kubeletclient() -> Path:
+    """tests/kubeletclient built once per source hash (cached; seconds with Go's build cache warm)."""
+    import hashlib
+    import os
+    import shutil
+    import subprocess
+
+    go = shutil.which("/usr/local/go/bin/go") or shutil.which("go")
+    if go is None:
+        raise FileNotFoundError("Go is not installed: the client-go stream tests need it")
+    digest = hashlib.sha256()
+    for path in sorted(CLIENT_SOURCE.iterdir()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    cache = Path(os.environ.get("PODSTATUS_CLIENTGO_CACHE", Path.home() / ".cache" / "podstatus-clientgo"))
+    target = cache / f"kubeletclient-{digest.hexdigest()[:16]}"
+    if not target.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}")
+        proc = subprocess.run(
+            [go, "build", "-o", str(tmp), "."],
+            cwd=CLIENT_SOURCE,
+            env={**os.environ, "GOFLAGS": "-mod=mod"},
+            capture_output=True,
+            text=True,
+            timeout=1500,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"go build of tests/kubeletclient failed:\n{proc.stderr}")
+        tmp.replace(target)
+    return target

@@ -180,6 +180,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "(default with --authentication-token-webhook); AlwaysAllow: every authenticated caller",
     )
     k.add_argument("--tls-cert-file", default=None, help="serving certificate (default: self-signed)")
+    k.add_argument(
+        "--rotate-server-certificates",
+        action="store_true",
+        help="request each node's serving certificate with a kubernetes.io/kubelet-serving CSR (someone "
+        "approves it) and renew it before it expires; self-signed until the first is issued",
+    )
     k.add_argument("--tls-private-key-file", default=None, help="key of --tls-cert-file")
     return p
 
@@ -271,7 +277,12 @@ def kubelet_api(args: argparse.Namespace, names: Sequence[str], base_url: str, r
         client_ca_pem=client_ca,
         token_webhook=args.authentication_token_webhook,
         authorization=authorization,
-        reviewer=reviewer if (args.authentication_token_webhook or authorization == "Webhook") else None,
+        reviewer=reviewer
+        if (
+            args.authentication_token_webhook or authorization == "Webhook" or args.rotate_server_certificates
+        )
+        else None,
+        rotate_server_certificates=args.rotate_server_certificates,
     )
     _enough_descriptors(len(names) + 1024)
     server = KubeletAPIServer(config)
@@ -615,31 +626,36 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     if not args.kubelet_mode:
         options["coalesce"] = args.coalesce
     runtime = shared_runtime(args.nodes)
-    api = kubelet_api(args, names, client.base_url, client)
+    api = kubelet_api(args, names, getattr(client, "base_url", ""), client)
     endpoints = api.endpoints() if api is not None else [None] * len(names)
-    agents = [
-        NodeAgent(
-            client,
-            providers[i],
-            name,
-            take_over=args.take_over,
-            manager_options=options,
-            events=args.events,
-            on_sync=metrics.observe_sync,
-            watch=False,
-            runtime=runtime,
-            heartbeat_client=heartbeat_client,
-            cpu_manager_policy=args.cpu_manager_policy,
-            # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
-            network=NodeNetwork.for_index(i),
-            kubelet_endpoint=endpoints[i],
-        )
-        for i, name in enumerate(names)
-    ]
-    if api is not None:
-        for agent, (_, port) in zip(agents, api.endpoints()):
-            api.set_agent(port, agent)
-    group = NodeGroup(client, agents, runtime=runtime)
+    try:
+        agents = [
+            NodeAgent(
+                client,
+                providers[i],
+                name,
+                take_over=args.take_over,
+                manager_options=options,
+                events=args.events,
+                on_sync=metrics.observe_sync,
+                watch=False,
+                runtime=runtime,
+                heartbeat_client=heartbeat_client,
+                cpu_manager_policy=args.cpu_manager_policy,
+                # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
+                network=NodeNetwork.for_index(i),
+                kubelet_endpoint=endpoints[i],
+            )
+            for i, name in enumerate(names)
+        ]
+        if api is not None:
+            for agent, (_, port) in zip(agents, api.endpoints()):
+                api.set_agent(port, agent)
+        group = NodeGroup(client, agents, runtime=runtime)
+    except BaseException:
+        if api is not None:
+            api.stop()
+        raise
     stop = guard.stopping
     guard.calls = runtime.calls
 
