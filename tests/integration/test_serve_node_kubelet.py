@@ -4,13 +4,16 @@ top and a port-forward stream, end to end on loopback (the provider: tests/node/
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
 import os
 import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,13 +44,20 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EmbeddedAp
     with EmbeddedApiServer(token=TOKEN, tls=material, kubelet_client=KubeletClientConfig(*client)) as server:
         config = server.write_kubeconfig(tmp / "kubeconfig")
         env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(tmp)}
-        node_env = {**env, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests" / "node")])}
+        (tmp / "httpprovider.py").write_text(HTTP_PROVIDER)
+        responder = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+        threading.Thread(target=responder.serve_forever, daemon=True).start()
+        node_env = {
+            **env,
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests" / "node"), str(tmp)]),
+            "TEST_HTTP_PORT": str(responder.server_address[1]),
+        }
         port = _free_port()
         err = open(tmp / "node.err", "wb")  # noqa: SIM115 (closed below)
         node = subprocess.Popen(
             [sys.executable, "-m", "podstatus.cli", "node", "--name", "vn-1", "--kubeconfig", str(config),
              # No --kubelet-client-ca: the node trusts the serve CA its kubeconfig carries.
-             "--provider", "kubeletkit:CapableProvider", "--kubelet-port", str(port), "--address", "127.0.0.1"],
+             "--provider", "httpprovider:HttpProvider", "--kubelet-port", str(port), "--address", "127.0.0.1"],
             env=node_env, stdout=subprocess.DEVNULL, stderr=err,
         )  # fmt: skip
         try:
@@ -74,6 +84,48 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EmbeddedAp
             node.terminate()
             node.wait(30)
             err.close()
+            responder.shutdown()
+            responder.server_close()
+
+
+# The test provider: kubeletkit's, with port 8080 forwarded to a real HTTP server of the test.
+HTTP_PROVIDER = """
+import asyncio
+import os
+
+from kubeletkit import CapableProvider
+
+
+class HttpProvider(CapableProvider):
+    async def port_forward(self, namespace, pod, port, stream):
+        if port != 8080:
+            return await super().port_forward(namespace, pod, port, stream)
+        reader, writer = await asyncio.open_connection("127.0.0.1", int(os.environ["TEST_HTTP_PORT"]))
+
+        async def up():
+            while chunk := await stream.read():
+                writer.write(chunk)
+                await writer.drain()
+
+        task = asyncio.create_task(up())
+        while data := await reader.read(65536):
+            stream.write(data)
+        task.cancel()
+        writer.close()
+        stream.close()
+"""
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = f"hello through kubectl port-forward, path {self.path}\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
 
 
 def _has_node(server: EmbeddedApiServer) -> bool:
@@ -236,3 +288,27 @@ def test_kubectl_logs_previous_gets_the_kubelets_answer(
     previous = kubectl(env, "logs", "web", "--previous")
     assert previous.returncode != 0
     assert 'previous terminated container "app" in pod "web" not found' in previous.stderr
+
+
+def test_kubectl_port_forward_carries_an_http_request(
+    world: tuple[EmbeddedApiServer, dict[str, str]],
+) -> None:
+    """kubectl port-forward (SPDY tunnelled in a WebSocket) through serve, untouched, to the
+    node's kubelet API; the provider connects port 8080 to a real HTTP server."""
+    server, env = world
+    # kubectl forwards only to a Running pod; the test provider reports no phase of its own.
+    server.store.patch("pods", "default", "web", {"status": {"phase": "Running"}}, subresource="status")
+    local = _free_port()
+    proc = subprocess.Popen(
+        [KUBECTL, "port-forward", "pod/web", f"{local}:8080"], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert "Forwarding from 127.0.0.1" in proc.stdout.readline()
+        with urllib.request.urlopen(f"http://127.0.0.1:{local}/through", timeout=20) as answer:
+            assert answer.status == 200
+            assert answer.read() == b"hello through kubectl port-forward, path /through\n"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
