@@ -312,3 +312,31 @@ def test_kubectl_port_forward_carries_an_http_request(
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def test_a_provider_without_the_capabilities_gets_the_nodes_clear_answer(
+    world: tuple[EmbeddedApiServer, dict[str, str]], tmp_path: Path
+) -> None:
+    """Not a 404 that reads as "pod not found": the node and the missing capability, named."""
+    server, env = world
+    port = _free_port()
+    node = subprocess.Popen(
+        [sys.executable, "-m", "podstatus.cli", "node", "--name", "vn-plain", "--kubeconfig", env["KUBECONFIG"],
+         "--provider", "podstatus.node.provider:FakeProvider", "--kubelet-port", str(port), "--address", "127.0.0.1"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain", "namespace": "default"},
+               "spec": {"nodeName": "vn-plain", "containers": [{"name": "app", "image": "nginx"}]}}  # fmt: skip
+        server.store.create("pods", "default", pod)
+        wanted = 'node "vn-plain": the provider (FakeProvider) does not implement'
+        deadline = time.monotonic() + 60
+        while wanted not in (logs := kubectl(env, "logs", "plain")).stderr:
+            assert node.poll() is None and time.monotonic() < deadline, logs.stderr
+            time.sleep(0.3)
+        assert logs.returncode != 0 and "not found" not in logs.stderr
+        exec_ = kubectl(env, "exec", "plain", "--", "ls")
+        assert exec_.returncode != 0 and wanted in exec_.stderr, exec_.stderr
+    finally:
+        node.terminate()
+        node.wait(30)
