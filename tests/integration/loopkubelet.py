@@ -40,6 +40,8 @@ class LoopbackKubelet:
     seen: list[Seen] = field(default_factory=list)
     # Port-forward: a pod's port -> the local port of the responder that stands in for it.
     forwards: dict[int, int] = field(default_factory=dict)
+    # Set when a followed log that never ends by itself ("endless" containers) is ended by its caller.
+    endless_ended: threading.Event = field(default_factory=threading.Event)
     port: int = 0
     tls: TlsMaterial = field(default_factory=lambda: generate_tls(["127.0.0.1"]))
     _loop: asyncio.AbstractEventLoop | None = None
@@ -136,6 +138,14 @@ class LoopbackKubelet:
         await response.prepare(request)
         for line in shown:
             await response.write(line.encode() + b"\n")
+        if request.query.get("follow") == "true" and request.match_info["container"] == "endless":
+            try:
+                for i in range(10_000):
+                    await asyncio.sleep(0.2)
+                    await response.write(f"tick {i}\n".encode())
+            finally:
+                # The caller left (the write failed or the handler was cancelled).
+                self.endless_ended.set()
         if request.query.get("follow") == "true":
             # A followed log: three more lines, spaced out, then the container "ends".
             for i in range(3):

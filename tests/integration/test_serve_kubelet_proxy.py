@@ -68,7 +68,11 @@ def ca() -> tuple[bytes, bytes]:
 
 @pytest.fixture(scope="module")
 def kubelet(ca: tuple[bytes, bytes]) -> Iterator[LoopbackKubelet]:
-    pods = {("default", "web"): {"app": LINES}, ("default", "two"): {"a": ["a1"], "b": ["b1"]}}
+    pods = {
+        ("default", "web"): {"app": LINES},
+        ("default", "two"): {"a": ["a1"], "b": ["b1"]},
+        ("default", "endless"): {"endless": ["start"]},
+    }
     kl = LoopbackKubelet(ca[0], pods).start()
     yield kl
     kl.stop()
@@ -84,6 +88,7 @@ def server(ca: tuple[bytes, bytes], kubelet: LoopbackKubelet) -> Iterator[Embedd
         _node(srv, "vn-none", None)
         _pod(srv, "web", "vn-1")
         _pod(srv, "two", "vn-1", ("a", "b"))
+        _pod(srv, "endless", "vn-1", ("endless",))
         _pod(srv, "dead", "vn-dead")
         _pod(srv, "none", "vn-none")
         _pod(srv, "pending", None)
@@ -215,7 +220,7 @@ def test_kubectl_get_raw_node_proxy_stats_summary(env: dict[str, str], kubelet: 
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["node"]["cpu"]["usageNanoCores"] == 350_000_000
-    assert {p["podRef"]["name"] for p in summary["pods"]} == {"web", "two"}
+    assert {p["podRef"]["name"] for p in summary["pods"]} == {"web", "two", "endless"}
     health = kubectl(env, "get", "--raw", "/api/v1/nodes/vn-1/proxy/healthz")
     assert health.returncode == 0 and health.stdout == "ok"
 
@@ -441,3 +446,20 @@ def test_port_forward_relays_an_http_request_through_serve(
     assert answer.startswith(b"HTTP/1.0 200")
     assert answer.endswith(b"hello from the pod's port, path /through\n")
     assert kubelet.seen[-1].path == "/portForward/default/web" and kubelet.seen[-1].query == [("port", "80")]
+
+
+def test_a_followed_log_ends_at_the_kubelet_when_kubectl_goes(
+    env: dict[str, str], kubelet: LoopbackKubelet
+) -> None:
+    """serve notices the departed client (an idle check each second) and closes the node's
+    stream, so abandoned `logs -f` hold nothing on either side."""
+    proc = subprocess.Popen(
+        [KUBECTL, "logs", "-f", "endless"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "start\n"
+    assert proc.stdout.readline() == "tick 0\n"
+    assert not kubelet.endless_ended.is_set()
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert kubelet.endless_ended.wait(20)

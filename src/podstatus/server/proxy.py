@@ -479,21 +479,37 @@ def _checked_error(code: int, text: str, name: str) -> ApiError:
 
 def _relay(response: http.client.HTTPResponse, conn: http.client.HTTPSConnection) -> Iterator[bytes]:
     """The node's body as it comes, read on a thread so that a quiet follow still lets the
-    server's writer look for a departed client (an empty chunk each second)."""
+    server's writer look for a departed client (an empty chunk each second).
+
+    Only the reading thread touches the response and closes the connection (http.client is
+    not safe across threads); when the caller leaves, the socket is shut down under it,
+    which ends its read, and a full queue is given up on.
+    """
     chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=16)
     stop = threading.Event()
+
+    def put(item: bytes | None) -> bool:
+        while True:
+            try:
+                chunks.put(item, timeout=_POLL_SECONDS)
+                return True
+            except queue.Full:
+                if stop.is_set():
+                    return False
 
     def pump() -> None:
         try:
             while not stop.is_set():
                 data = response.read1(_CHUNK)
-                if not data:
+                if not data or not put(data):
                     break
-                chunks.put(data)
-        except (OSError, http.client.HTTPException, ValueError):
-            pass
+        except Exception as err:  # the socket shut down under the read, or a broken stream
+            if not stop.is_set():
+                log.info("the kubelet's stream broke off", extra={"error": str(err)})
         finally:
-            chunks.put(None)
+            with contextlib.suppress(Exception):
+                conn.close()
+            put(None)
 
     thread = threading.Thread(target=pump, name="kubelet-relay", daemon=True)
     thread.start()
@@ -513,11 +529,6 @@ def _relay(response: http.client.HTTPResponse, conn: http.client.HTTPSConnection
         if sock is not None:
             with contextlib.suppress(OSError):
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        conn.close()
-        # Unblock a pump waiting to hand over a chunk.
-        with contextlib.suppress(queue.Empty):
-            while True:
-                chunks.get_nowait()
 
 
 def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
