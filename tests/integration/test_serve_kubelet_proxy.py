@@ -256,6 +256,13 @@ def test_metrics_api_discovery_and_objects(server: EmbeddedApiServer) -> None:
     assert [(i["metadata"]["name"], i["containers"]) for i in listed["items"]] == [
         ("web", [{"name": "app", "usage": {"cpu": "25000000n", "memory": "65536Ki"}}])
     ]
+    every = json.loads(_get(server, "/apis/metrics.k8s.io/v1beta1/pods").data)
+    assert sorted(i["metadata"]["name"] for i in every["items"]) == ["endless", "two", "web"]
+    nodes = json.loads(_get(server, "/apis/metrics.k8s.io/v1beta1/nodes").data)
+    # Only vn-1 can be scraped: vn-dead refuses connections and vn-none has no kubelet port.
+    assert [(i["metadata"]["name"], i["usage"]) for i in nodes["items"]] == [
+        ("vn-1", {"cpu": "350000000n", "memory": "2097152Ki"})
+    ]
     # Pods on nodes that cannot be scraped have no metrics, as with metrics-server.
     missing = _get(server, "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/dead")
     assert missing.status == 404
