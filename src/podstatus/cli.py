@@ -105,6 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="append one JSON line per request here, as kube-apiserver's audit log at level Metadata",
     )
     serve.add_argument(
+        "--kubelet-preferred-address-types",
+        default=",".join(("InternalIP", "ExternalIP", "Hostname")),
+        metavar="TYPES",
+        help="which Node address reaches its kubelet for logs, exec, port-forward and top, first match "
+        "wins (kube-apiserver's flag; default InternalIP,ExternalIP,Hostname, as kubeadm sets it)",
+    )
+    serve.add_argument(
         "--kube-like",
         action="store_true",
         help="answer as kube-apiserver with no kubelet: no stricter status checks, and a terminating pod "
@@ -319,13 +326,33 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ValueError("--no-tls needs --no-token: kubectl and client-go send a token only over https")
     if not args.header_timeout > 0:
         raise ValueError("--header-timeout must be positive")
+    client: tuple[bytes, bytes] | None = None
     if args.ephemeral:
         token = security.generate_token() if args.token else None
         material: Any = tls
+        if tls:
+            # One fresh CA for the serving and the kubelet client certificate, as at a kept start.
+            ca_pem, ca_key = security.generate_ca()
+            material = security.issue_serving_cert(ca_pem, ca_key, [args.host])
+            client = security.issue_client_cert(ca_pem, ca_key)
     else:
         state_dir = Path(args.state_dir) if args.state_dir else security.default_state_dir()
         kept = security.load_credentials(state_dir, [args.host], token=args.token, tls=tls)
-        token, material = kept.token, kept.tls
+        token, material, client = kept.token, kept.tls, kept.kubelet_client
+    from .server.proxy import ADDRESS_TYPES, KubeletClientConfig
+
+    wanted_types = [t.strip() for t in args.kubelet_preferred_address_types.split(",") if t.strip()]
+    unknown = [t for t in wanted_types if t not in ADDRESS_TYPES]
+    if unknown or not wanted_types:
+        raise ValueError(
+            f"--kubelet-preferred-address-types {args.kubelet_preferred_address_types!r}: "
+            f"each must be one of {', '.join(ADDRESS_TYPES)}"
+        )
+    kubelet = KubeletClientConfig(
+        cert_pem=client[0] if client else None,
+        key_pem=client[1] if client else None,
+        preferred_address_types=tuple(wanted_types),
+    )
     max_connections = _allow_connections(args.max_connections)
     if not loopback:
         # Loud on purpose: the server's whole state is open to whoever can reach it.
@@ -344,7 +371,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                   reap_terminating=not args.kube_like)  # fmt: skip
     server = _make_server(
         args.host, args.port, args.faults, token=token, tls=material, audit_log=args.audit_log, store=store,
-        max_connections=max_connections, header_timeout=args.header_timeout,
+        max_connections=max_connections, header_timeout=args.header_timeout, kubelet_client=kubelet,
     )  # fmt: skip
     server.start()
     # absolute(), not resolve(): resolving would follow a planted symlink to its target.
@@ -360,6 +387,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from rich.markup import escape
 
         console.print(f"CA, serving key and token kept in {escape(str(state_dir))} (a restart keeps them)")
+        if client is not None:
+            ca_file = escape(str(state_dir / security.KUBELET_CLIENT_CA_FILE))
+            console.print(
+                f"kubelet client CA (podstatus node --kubelet-client-ca, when not given this kubeconfig): {ca_file}"
+            )
     console.print(f"try: kubectl --kubeconfig {path} get pods -o wide -w")
     stop = threading.Event()
 

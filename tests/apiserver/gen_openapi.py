@@ -44,6 +44,8 @@ def served() -> dict[str, set[str]]:
     """group/version ("v1" for core) -> the served resources and subresources ("pods/status")."""
     out: dict[str, set[str]] = {"v1": {r["name"] for r in discovery.api_resource_list()["resources"]}}
     for group in discovery.api_group_list()["groups"]:
+        if group["name"] == "metrics.k8s.io":
+            continue  # metrics-server's API: Kubernetes' documents have none of it
         for version in group["versions"]:
             listing = discovery.group_resource_list(group["name"], version["version"]) or {"resources": []}
             out[version["groupVersion"]] = {r["name"] for r in listing["resources"]}
@@ -63,7 +65,7 @@ def _resource_of(path: str) -> tuple[str, str] | None:
         rest = rest[1:]
     if len(rest) >= 3 and rest[0] == "namespaces" and rest[1] == "{namespace}":
         rest = rest[2:]
-    if not rest or len(rest) > 3:
+    if not rest or (len(rest) > 3 and rest[2] != "proxy"):  # .../proxy/{path} is nodes/proxy
         return None
     return gv, rest[0] if len(rest) < 3 else f"{rest[0]}/{rest[2]}"
 

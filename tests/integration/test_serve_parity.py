@@ -367,7 +367,10 @@ def test_openapi_documents_list_only_what_is_served(secured: EmbeddedApiServer) 
     ]  # fmt: skip
     core = json.loads(_request(secured, "GET", root["paths"]["api/v1"]["serverRelativeURL"], _auth()).data)
     assert "/api/v1/namespaces/{namespace}/pods/{name}/status" in core["paths"]
-    assert not any("/services" in p or "/exec" in p for p in core["paths"])
+    assert not any("/services" in p for p in core["paths"])
+    # The subresources relayed to kubelets are served, so documented.
+    assert "/api/v1/namespaces/{namespace}/pods/{name}/exec" in core["paths"]
+    assert "/api/v1/nodes/{name}/proxy/{path}" in core["paths"]
     answers = core["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["get"]["responses"]["200"][
         "content"
     ]

@@ -41,7 +41,9 @@ def test_discovery(api: ApiHandler) -> None:
     names = {r["name"] for r in call(api, "GET", "/api/v1")[1]["resources"]}
     assert {"pods", "pods/status", "nodes", "nodes/status", "namespaces"} <= names
     groups = [g["name"] for g in call(api, "GET", "/apis")[1]["groups"]]
-    assert groups == ["authentication.k8s.io", "authorization.k8s.io", "coordination.k8s.io", "events.k8s.io"]
+    assert groups == [
+        "authentication.k8s.io", "authorization.k8s.io", "coordination.k8s.io", "events.k8s.io", "metrics.k8s.io",
+    ]  # fmt: skip
     assert call(api, "GET", "/version")[1]["major"] == "1"
     root = call(api, "GET", "/openapi/v3")[1]
     url = root["paths"]["api/v1"]["serverRelativeURL"]

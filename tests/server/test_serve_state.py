@@ -8,14 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from podstatus.server.security import STATE_FILE, load_credentials
+from podstatus.server.security import KUBELET_CLIENT_CA_FILE, STATE_FILE, load_credentials
 
 
 def test_the_same_folder_gives_the_same_credentials(tmp_path: Path) -> None:
     first = load_credentials(tmp_path / "s", ["127.0.0.1"], token=True, tls=True)
-    assert set(first.made) == {"token", "CA", "serving certificate"}
+    assert set(first.made) == {"token", "CA", "serving certificate", "kubelet client certificate"}
     again = load_credentials(tmp_path / "s", ["127.0.0.1"], token=True, tls=True)
     assert (again.token, again.tls, again.made) == (first.token, first.tls, ())
+    # The kubelet client certificate is kept too, and its CA (the cluster CA) is in the folder.
+    assert again.kubelet_client == first.kubelet_client and first.kubelet_client is not None
+    assert first.tls is not None
+    assert (tmp_path / "s" / KUBELET_CLIENT_CA_FILE).read_bytes() == first.tls.ca_pem
     path = tmp_path / "s" / STATE_FILE
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "s").stat().st_mode) == 0o700

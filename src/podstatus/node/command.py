@@ -214,6 +214,34 @@ def reach_address(base_url: str) -> str:
         return "127.0.0.1"
 
 
+def serve_client_ca(kubeconfig: str | None, context: str | None) -> bytes | None:
+    """The kubeconfig's cluster CA when it is a ``podstatus serve`` CA, else None.
+
+    ``serve`` signs nothing with its CA but its own serving certificate and the kubelet
+    client certificate it presents to nodes (docs/design.md), so trusting it for clients
+    lets ``serve`` in and nobody else: ``podstatus node`` against ``serve`` needs no
+    ``--kubelet-client-ca``. A real cluster's CA (which also signs its users' certificates)
+    is never taken this way.
+    """
+    try:
+        from cryptography import x509
+        from cryptography.x509.oid import NameOID
+
+        from ..clients.kubeconfig import load_kubeconfig_configuration
+
+        path = load_kubeconfig_configuration(kubeconfig, context).ssl_ca_cert
+        if not path:
+            return None
+        pem = Path(path).read_bytes()
+        names = x509.load_pem_x509_certificate(pem).subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    except Exception:  # no kubeconfig, no CA, not PEM: the flags decide, as before
+        return None
+    if names and str(names[0].value).startswith("podstatus-ca-"):
+        log.info("kubelet API: clients signed by the podstatus serve CA of the kubeconfig are trusted")
+        return pem
+    return None
+
+
 def _enough_descriptors(wanted: int) -> None:
     """Raise the soft open-files limit toward ``wanted`` (a socket per node; 1,024 is a common default)."""
     import resource
@@ -240,6 +268,8 @@ def kubelet_api(args: argparse.Namespace, names: Sequence[str], base_url: str, r
         cert = Path(args.tls_cert_file).read_bytes()
         tls = TlsMaterial(ca_pem=cert, cert_pem=cert, key_pem=Path(args.tls_private_key_file).read_bytes())
     client_ca = Path(args.client_ca_file).read_bytes() if args.client_ca_file else None
+    if client_ca is None and not args.authentication_token_webhook:
+        client_ca = serve_client_ca(args.kubeconfig, args.context)
     authorization = args.authorization_mode or (
         "Webhook" if args.authentication_token_webhook else "AlwaysAllow"
     )

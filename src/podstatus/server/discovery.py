@@ -71,10 +71,16 @@ def api_versions(server_address: str) -> dict[str, Any]:
 
 
 def api_group_list() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_api_group(g) for g in sorted(_GROUPS)]}
+    from . import metricsapi
+
+    # metrics.k8s.io is served here, as metrics-server's APIService adds it to kube-apiserver's list.
+    groups = [_api_group(g) for g in sorted(_GROUPS)] + [metricsapi.api_group()]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
 _OBJECT_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+# The verbs kube-apiserver lists for nodes/proxy (GET, POST, PUT, PATCH, DELETE relayed).
+_PROXY_VERBS = ["create", "delete", "get", "patch", "update"]
 
 
 def api_resource_list() -> dict[str, Any]:
@@ -101,6 +107,7 @@ def api_resource_list() -> dict[str, Any]:
                 "verbs": _OBJECT_VERBS,
                 "shortNames": ["no"],
             },
+            sub("nodes/proxy", "NodeProxyOptions", False, _PROXY_VERBS),
             sub("nodes/status", "Node", False, ["get", "patch", "update"]),
             {
                 "name": "pods",
@@ -111,9 +118,13 @@ def api_resource_list() -> dict[str, Any]:
                 "shortNames": ["po"],
                 "categories": ["all"],
             },
+            sub("pods/attach", "PodAttachOptions", True, ["create", "get"]),
             sub("pods/binding", "Binding", True, ["create"]),
             # kubectl drain evicts only when this names its group and version (policy/v1).
             {**sub("pods/eviction", "Eviction", True, ["create"]), "group": "policy", "version": "v1"},
+            sub("pods/exec", "PodExecOptions", True, ["create", "get"]),
+            sub("pods/log", "Pod", True, ["get"]),
+            sub("pods/portforward", "PodPortForwardOptions", True, ["create", "get"]),
             sub("pods/resize", "Pod", True, ["get", "patch", "update"]),
             sub("pods/status", "Pod", True, ["get", "patch", "update"]),
             {

@@ -36,8 +36,9 @@ import msgspec
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
 from . import apply as _apply
-from . import bodies, discovery, negotiation, reviews, schema, security
+from . import bodies, discovery, metricsapi, negotiation, reviews, schema, security
 from .audit import AuditLog
+from .proxy import KubeletClientConfig, KubeletProxy, Takeover
 from .store import RESOURCES, Event, FieldError, Store, Stored, Watch, bad_request, conflict
 
 __all__ = [
@@ -78,6 +79,8 @@ class Request:
     # Header names in lower case.
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
+    # The query as sent (``query`` keeps one value per name; exec's ``command`` has several).
+    raw_query: str = ""
 
     def header(self, name: str, default: str = "") -> str:
         return self.headers.get(name.lower(), default)
@@ -95,6 +98,8 @@ class Response:
     abort: bool = False
     # One ``Warning: 299 - "..."`` header each (unknown fields under fieldValidation=Warn).
     warnings: list[str] = field(default_factory=list)
+    # The connection is handed to this after dispatch (an upgraded stream relayed to a kubelet).
+    takeover: Takeover | None = None
 
     @classmethod
     def json(cls, status: int, data: Any) -> Response:
@@ -125,6 +130,11 @@ def _as_yaml(response: Response) -> Response:
     return response
 
 
+# The subresources kube-apiserver relays to the pod's node, and the paths that reach them.
+_POD_STREAMS = frozenset({"log", "exec", "attach", "portforward"})
+_KUBELET_PATH = re.compile(
+    r"^/api/v1/(namespaces/[^/]+/pods/[^/]+/(log|exec|attach|portforward)|nodes/[^/]+/proxy(/.*)?)$"
+)
 _WATCH_TYPES = "only the following media types are accepted: application/json;stream=watch"
 _NOT_FOUND = "the server could not find the requested resource"
 _NOT_ALLOWED = "the server does not allow this method on the requested resource"
@@ -160,8 +170,12 @@ class ApiHandler:
         stopping: threading.Event | None = None,
         bookmark_interval: float = 60.0,
         default_watch_timeout: float = 1800.0,
+        kubelet_client: KubeletClientConfig | None = None,
     ) -> None:
         self.store = store
+        # pods/log, exec, attach, portforward and nodes/proxy go to the nodes' kubelets.
+        self.kubelet = KubeletProxy(store, kubelet_client)
+        self.metrics = metricsapi.MetricsApi(store, self.kubelet)
         self.counter = counter if counter is not None else RequestCounter()
         self._server_address = server_address
         self._stopping = stopping if stopping is not None else threading.Event()
@@ -174,6 +188,9 @@ class ApiHandler:
         return self.handle(request)
 
     def handle(self, request: Request) -> Response:
+        if _KUBELET_PATH.match(request.path):
+            # A kubelet's answer is whatever the kubelet sends: no JSON/YAML negotiation.
+            return self._handle(request)
         media = negotiation.negotiate(request.path, request.header("accept"))
         if isinstance(media, dict):
             return Response(406, _encode(media))
@@ -235,6 +252,8 @@ class ApiHandler:
     def _group(self, req: Request, parts: list[str]) -> Response:
         """``/apis/GROUP[/VERSION[/...]]``: the API groups beside the core one."""
         group = parts[0]
+        if group == metricsapi.GROUP:
+            return self._metrics(req, parts[1:])
         if len(parts) == 1:
             found = discovery.api_group(group)
             return self._read_only(req, found) if found else _status_error(404, "NotFound", _NOT_FOUND)
@@ -246,6 +265,41 @@ class ApiHandler:
         if (group, parts[2]) in reviews.REVIEWS:
             return self._review(req, group, parts[2:])
         return self._resource(req, parts[2:], group)
+
+    def _metrics(self, req: Request, parts: list[str]) -> Response:
+        """``/apis/metrics.k8s.io[/v1beta1[/...]]``: what metrics-server would answer."""
+        if not parts:
+            return self._read_only(req, {"kind": "APIGroup", "apiVersion": "v1", **metricsapi.api_group()})
+        if parts[0] != metricsapi.VERSION:
+            return _status_error(404, "NotFound", _NOT_FOUND)
+        if len(parts) == 1:
+            return self._read_only(req, metricsapi.resource_list())
+        code, body = self.metrics.handle(req.method, parts[1:], req.query)
+        return Response.json(code, body)
+
+    def _kubelet(self, req: Request, resource: str, namespace: str | None, parts: list[str]) -> Response:
+        """pods/log, pods/exec|attach|portforward and nodes/NAME/proxy/...: relayed to the node."""
+        name, sub = parts[1], parts[2]
+        if resource == "nodes":
+            # The path after .../proxy as sent, trailing slash and all.
+            marker = f"/nodes/{name}/proxy"
+            rest = req.path[req.path.index(marker) + len(marker) :]
+            status, headers, relay = self.kubelet.node_proxy(
+                req.method, name, rest, req.raw_query, req.headers, req.body
+            )
+            if not isinstance(relay, Iterator):
+                return Response(status, takeover=relay)
+            ctype = headers.pop("Content-Type", headers.pop("content-type", "text/plain"))
+            return Response(status, content_type=ctype, headers=headers, stream=relay)
+        if sub == "log":
+            if req.method != "GET":
+                return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
+            _, stream = self.kubelet.pod_log(namespace or "", name, req.query)
+            return Response(200, content_type="text/plain", stream=stream)
+        if req.method not in ("GET", "POST"):
+            return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
+        takeover = self.kubelet.pod_stream(sub, req.method, namespace or "", name, req.raw_query, req.headers)
+        return Response(101, takeover=takeover)
 
     def _review(self, req: Request, group: str, parts: list[str]) -> Response:
         """``kubectl auth whoami`` / ``can-i``: a create that stores nothing (see :mod:`.reviews`)."""
@@ -268,6 +322,13 @@ class ApiHandler:
             namespace = parts[1]
             parts = parts[2:]
         resource = (f"{parts[0]}.{group}" if group else parts[0]) if parts else ""
+        if (
+            not group
+            and len(parts) >= 3
+            and ((resource == "pods" and namespace is not None and len(parts) == 3 and parts[2] in _POD_STREAMS)
+                 or (resource == "nodes" and namespace is None and parts[2] == "proxy"))
+        ):  # fmt: skip
+            return self._kubelet(req, resource, namespace, parts)
         if resource not in RESOURCES or len(parts) > 3:
             return _status_error(404, "NotFound", _NOT_FOUND)
         info = RESOURCES[resource]
@@ -1146,6 +1207,7 @@ class _Handler(BaseHTTPRequestHandler):
                 query=dict(parse_qsl(split.query, keep_blank_values=True)),
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
+                raw_query=split.query,
             )
             if done is not None:
                 done[0] = request
@@ -1154,6 +1216,11 @@ class _Handler(BaseHTTPRequestHandler):
             done[1] = response
         if response.abort:
             self._reset()
+            return
+        if response.takeover is not None:
+            # The connection is the stream's now; it closes when the stream ends.
+            self.close_connection = True
+            response.takeover(self.connection, cast(Any, self.rfile))
             return
         self._write(response)
         if log.isEnabledFor(logging.DEBUG):
@@ -1273,6 +1340,7 @@ class EmbeddedApiServer:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        kubelet_client: KubeletClientConfig | None = None,
     ) -> None:
         if max_connections < 1 or not header_timeout > 0 or not idle_timeout > 0:
             raise ValueError("max_connections, header_timeout and idle_timeout must be positive")
@@ -1317,6 +1385,7 @@ class EmbeddedApiServer:
             counter=self.counter,
             stopping=self._stopping,
             bookmark_interval=bookmark_interval,
+            kubelet_client=kubelet_client,
         )
         self.api.user_of = self.user_of
         self.dispatch: Callable[[Request], Response] = self.api.handle
@@ -1409,6 +1478,7 @@ class EmbeddedApiServer:
         if self.deadlines is not None:
             self.deadlines.stop()
             self.deadlines = None
+        self.api.metrics.close()
         for t in self._threads:
             t.join(timeout=5)
         if self.audit is not None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "KUBELET_CLIENT_CA_FILE",
     "STATE_FILE",
     "Credentials",
     "TlsMaterial",
@@ -38,6 +39,7 @@ __all__ = [
     "generate_tls",
     "generate_token",
     "is_loopback",
+    "issue_client_cert",
     "issue_serving_cert",
     "load_credentials",
     "private_dir",
@@ -181,6 +183,56 @@ def issue_serving_cert(ca_pem: bytes, ca_key_pem: bytes, hosts: Sequence[str] = 
     )
 
 
+# The identity kube-apiserver presents to kubelets in a kubeadm cluster (its
+# --kubelet-client-certificate); system:masters so that a kubelet that authorizes callers
+# through SubjectAccessReview lets it through as it lets kube-apiserver.
+KUBELET_CLIENT_NAME = "kube-apiserver-kubelet-client"
+KUBELET_CLIENT_GROUP = "system:masters"
+
+
+def issue_client_cert(
+    ca_pem: bytes, ca_key_pem: bytes, common_name: str = KUBELET_CLIENT_NAME,
+    organization: str = KUBELET_CLIENT_GROUP,
+) -> tuple[bytes, bytes]:  # fmt: skip
+    """A client certificate (clientAuth only) and its key, PEM, signed by the given CA."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = dt.datetime.now(dt.UTC)
+    ca_cert = x509.load_pem_x509_certificate(ca_pem)
+    ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError("the CA key is not an EC key")
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
 def server_context(material: TlsMaterial) -> ssl.SSLContext:
     """A server-side TLS context (TLS 1.2+) holding ``material``'s certificate and key."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -233,6 +285,9 @@ def write_private(path: str | os.PathLike[str], data: bytes) -> Path:
 # --- credentials kept across restarts -------------------------------------------------------
 
 STATE_FILE = "serve-state.json"
+# The CA that signed serve's kubelet client certificate, for `podstatus node --kubelet-client-ca`
+# (the same CA as the kubeconfig's: kubeadm's kubelets trust the cluster CA for clients too).
+KUBELET_CLIENT_CA_FILE = "kubelet-client-ca.crt"
 # Material this close to its end is made anew at start (clients re-read the kubeconfig).
 _RENEW_BEFORE = dt.timedelta(days=1)
 
@@ -251,6 +306,8 @@ class Credentials:
     token: str | None
     tls: TlsMaterial | None
     made: tuple[str, ...] = ()
+    # The kubelet client certificate and key (PEM), with TLS.
+    kubelet_client: tuple[bytes, bytes] | None = None
 
 
 def load_credentials(
@@ -282,6 +339,7 @@ def load_credentials(
             state["token"] = generate_token()
             made.append("token")
         material: TlsMaterial | None = None
+        client: tuple[bytes, bytes] | None = None
         if tls:
             now = dt.datetime.now(dt.UTC)
             if not state.get("caCert") or _expires(state["caCert"]) - now < _RENEW_BEFORE:
@@ -298,10 +356,25 @@ def load_credentials(
                 state["hosts"] = want_hosts
                 made.append("serving certificate")
             material = TlsMaterial(state["caCert"].encode(), state["cert"].encode(), state["key"].encode())
+            if (
+                "CA" in made
+                or not state.get("kubeletClientCert")
+                or _expires(state["kubeletClientCert"]) - now < _RENEW_BEFORE
+            ):
+                cert, key = issue_client_cert(state["caCert"].encode(), state["caKey"].encode())
+                state["kubeletClientCert"], state["kubeletClientKey"] = cert.decode(), key.decode()
+                made.append("kubelet client certificate")
+            client = (state["kubeletClientCert"].encode(), state["kubeletClientKey"].encode())
+            ca_file = folder / KUBELET_CLIENT_CA_FILE
+            if "CA" in made or not ca_file.exists():
+                write_private(ca_file, state["caCert"].encode())
         if made:
             write_private(path, json.dumps(state, indent=1).encode() + b"\n")
             log.info("server credentials made", extra={"path": str(path), "made": ", ".join(made)})
-        return Credentials(token=state.get("token") if token else None, tls=material, made=tuple(made))
+        return Credentials(
+            token=state.get("token") if token else None, tls=material, made=tuple(made),
+            kubelet_client=client if tls else None,
+        )  # fmt: skip
     finally:
         os.close(lock_fd)
 
@@ -319,10 +392,10 @@ def _read_state(path: Path) -> dict[str, Any]:
         state = json.loads(raw)
         if not isinstance(state, dict):
             raise ValueError("not a JSON object")
-        for key in ("token", "caCert", "caKey", "cert", "key"):
+        for key in ("token", "caCert", "caKey", "cert", "key", "kubeletClientCert", "kubeletClientKey"):
             if key in state and not isinstance(state[key], str):
                 raise ValueError(f"{key} is not a string")
-        for key in ("caCert", "cert"):
+        for key in ("caCert", "cert", "kubeletClientCert"):
             if state.get(key):
                 _expires(state[key])
     except ValueError as err:
