@@ -227,3 +227,15 @@ def test_a_chunk_that_fails_fails_the_delete_phase(monkeypatch: pytest.MonkeyPat
     with pytest.raises(ServerTimeoutError):
         driver.delete_pods_in_chunks("default", 3 * harness.DELETE_CHUNK, timeout=60, parallel=1)
     assert len(tried) == 3  # the other chunks were still asked for
+
+
+def test_podstatus_kubelet_api_listens_on_free_ports_not_10250() -> None:
+    # Each node of the run serves the kubelet API on base + i: all of them free when chosen.
+    cmd = harness.PodstatusContender().command("k.conf", 5)
+    base = int(cmd[cmd.index("--kubelet-port") + 1])
+    assert 20000 <= base <= 60000 - 5
+    import socket
+
+    for port in range(base, base + 5):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))

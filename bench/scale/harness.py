@@ -41,8 +41,10 @@ import json
 import logging
 import os
 import platform
+import random
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -518,6 +520,9 @@ class PodstatusContender(Contender):
         # One node is named as given: its name then carries the -1 that node_names() expects.
         name = NODE_PREFIX if nodes > 1 else f"{NODE_PREFIX}-1"
         cmd += ["--nodes", str(nodes), "--name", name, "--events", self.events]
+        # The kubelet API stays on (its cost is part of the run), on ports free on this machine
+        # rather than 10250.. which another run or a test may hold.
+        cmd += ["--kubelet-port", str(free_port_range(nodes))]
         if self.provider:
             cmd += ["--provider", self.provider]
         return cmd
@@ -530,6 +535,26 @@ class PodstatusContender(Contender):
             return subprocess.Popen(
                 self.command(kubeconfig, nodes), stdout=out, stderr=subprocess.STDOUT, env=env
             )
+
+
+def free_port_range(count: int, *, low: int = 20000, high: int = 60000, tries: int = 50) -> int:
+    """The first of ``count`` consecutive loopback ports that are free now (random bases, checked)."""
+    rng = random.Random()
+    for _ in range(tries):
+        base = rng.randrange(low, high - count)
+        held: list[socket.socket] = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                held.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in held:
+                sock.close()
+    raise RuntimeError(f"no {count} consecutive free ports between {low} and {high}")
 
 
 # --- the workload ---------------------------------------------------------------------------------
