@@ -8,6 +8,7 @@ exits within the bound and says which provider call it abandoned.
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -191,3 +192,25 @@ def test_the_bound_is_stated_in_help(capsys: pytest.CaptureFixture[str]) -> None
     text = " ".join(capsys.readouterr().out.split())
     assert "--stop-timeout SECONDS" in text
     assert f"(default {DEFAULT_STOP_TIMEOUT:g};" in text and "a second signal exits at once" in text
+
+
+def test_a_paused_and_resumed_node_keeps_running(
+    http_api: HttpKubeClient, node_procs: Callable[..., NodeProcess]
+) -> None:
+    # SIGSTOP/SIGCONT (a paused machine, a debugger, the control-plane suite's withheld
+    # heartbeats) is no stop signal: the guard once took the wake-up for one and stopped the node.
+    node = node_procs("--name", "vn-1")
+    wait_for(lambda: "vn-1" in str(http_api.list_nodes()), what="node vn-1 registered")
+    for _ in range(3):
+        node.signal(signal.SIGSTOP)
+        time.sleep(0.5)
+        node.signal(signal.SIGCONT)
+        time.sleep(0.5)
+    time.sleep(2.0)
+    assert node.proc.poll() is None, node.err()
+    assert "Traceback" not in node.err(), node.err()
+    http_api.create_pod(pod_body("after", "vn-1"))
+    wait_for(lambda: http_api.get_pod("default", "after").status.phase == "Running", what="a pod Running")
+    node.signal(signal.SIGTERM)
+    code, _, _ = node.wait(DEFAULT_STOP_TIMEOUT + SLACK)
+    assert code == 0, node.err()

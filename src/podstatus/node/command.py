@@ -528,7 +528,7 @@ class StopGuard:
         self.stopping.set()
         log.info(
             "signal received, stopping signal=%s bound=%gs (a second signal exits at once)",
-            signal.Signals(signum).name,
+            signal.Signals(signum).name if signum in STOP_SIGNALS else signum,
             self.bound,
         )
 
@@ -543,8 +543,12 @@ class StopGuard:
             wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
             if self._sigwait:
                 info = signal.sigtimedwait(STOP_SIGNALS, wait)
-                if info is not None:
+                # Only SIGINT/SIGTERM stop: a SIGSTOP/SIGCONT pair (a paused machine, a debugger)
+                # can wake the wait with a siginfo whose si_signo is garbage.
+                if info is not None and info.si_signo in STOP_SIGNALS:
                     self.signal(info.si_signo)
+                elif info is not None:
+                    log.debug("ignored a wake-up of the signal wait signo=%s", info.si_signo)
             else:
                 self._closed.wait(wait)
             if self.stopping.is_set() and deadline is None:
