@@ -90,6 +90,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="module:Class of the provider (default: the simulated one, podstatus.node.simulated)",
     )
     p.add_argument(
+        "--sim-exec",
+        action="store_true",
+        help="simulated provider: run `kubectl exec` commands on this machine, in a folder per "
+        "container with its env (remote code execution for whoever may exec; off by default)",
+    )
+    p.add_argument(
         "--take-over", action="store_true", help="start even if another live agent holds the Lease"
     )
     p.add_argument(
@@ -190,10 +196,14 @@ def report_pending(metrics: Any, agents: Sequence[Any]) -> None:
     metrics.pending.set_function(lambda: sum(a.manager.pending_count() for a in agents))
 
 
-def load_provider(spec: str | None, node_name: str, index: int) -> Any:
+def load_provider(spec: str | None, node_name: str, index: int, *, sim_exec: bool = False) -> Any:
     """A provider instance for one node: ``module:Class`` (given ``node_name=`` when it takes one)."""
     if spec is None:
-        return SimulatedProvider(seed=index + 1, description=VIRTUAL_NODE)
+        return SimulatedProvider(
+            seed=index + 1, description=VIRTUAL_NODE, node_name=node_name, exec_locally=sim_exec
+        )
+    if sim_exec:
+        raise ValueError("--sim-exec is for the simulated provider; drop it or --provider")
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"--provider must be module:Class, got {spec!r}")
@@ -459,7 +469,9 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     counter = RequestCounter(metrics.count_request)
     names = node_names(args.name, args.nodes)
     # Providers first: a typo in --provider is reported before anything touches the cluster.
-    providers = [load_provider(args.provider, name, i) for i, name in enumerate(names)]
+    providers = [
+        load_provider(args.provider, name, i, sim_exec=args.sim_exec) for i, name in enumerate(names)
+    ]
     heartbeat_workers = heartbeat_lanes(args.nodes)
     try:
         # Pod writes of every node share one pool; the heartbeats (Leases, node status) have

@@ -17,16 +17,21 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import random
+import tempfile
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ..flags import Flag
 from ..qos import compute_pod_qos
 from ..types import (
+    Container,
     ContainerState,
     ContainerStateRunning,
     ContainerStateTerminated,
@@ -37,12 +42,16 @@ from ..types import (
     PodStatus,
 )
 from ..workloads import behaviour_of
+from . import simlogs, simstreams, simusage
+from .capabilities import ExecIO, LogOptions, PortStream
 from .network import PodIPPool
 from .provider import NodeDescription, PodNotifier
 from .resize import allocation_of_pod, same_resources
 from .runtime import shared_timer
+from .simlogs import ContainerLog
+from .simstreams import SimulatedError
 
-__all__ = ["SimContainer", "SimPod", "SimulatedProvider", "Timings"]
+__all__ = ["SimContainer", "SimPod", "SimulatedError", "SimulatedProvider", "Timings"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +62,66 @@ _STEPS_AT_ONCE = 64
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
+
+
+# What a container prints as it ends, by behaviour, and now and then while it runs.
+_SIGTERM = "received SIGTERM, shutting down"
+_LAST_WORDS = {"crash": "panic: simulated crash", "fail": "error: simulated failure", "complete": "done"}
+_PROBE_PERIOD = 10.0
+_WORK_PERIOD = 1.0
+
+
+def _probe_line(n: int) -> str:
+    return f'"GET /healthz HTTP/1.1" 200 2 "-" "kube-probe/1.37" request={n}'
+
+
+def _work_line(n: int) -> str:
+    return f"working: step {n}"
+
+
+def _ports_of(pod: Pod, container: str) -> list[int]:
+    """The containerPorts a container declares (TCP; the wire form keeps them as dicts)."""
+    c = _container_spec(pod, container)
+    if c is None or not isinstance(c.ports, list | tuple):
+        return []
+    return [
+        p["containerPort"]
+        for p in c.ports
+        if isinstance(p, dict)
+        and isinstance(p.get("containerPort"), int)
+        and p.get("protocol", "TCP") == "TCP"
+    ]
+
+
+def _safe(name: str) -> str:
+    """A path component from a name (kept as is when it is a plain one)."""
+    cleaned = name.replace(os.sep, "_").replace("\0", "_")
+    return cleaned if cleaned not in ("", ".", "..") else f"_{cleaned}_"
+
+
+def _cpu(stamp: str, rate: float, total: float) -> dict[str, Any]:
+    return {"time": stamp, "usageNanoCores": int(rate), "usageCoreNanoSeconds": int(total)}
+
+
+def _memory(stamp: str, working_set: int, limit: int | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "time": stamp,
+        "usageBytes": working_set + working_set // 8,  # the page cache on top of the working set
+        "workingSetBytes": working_set,
+        "rssBytes": working_set * 4 // 5,
+        "pageFaults": 0,
+        "majorPageFaults": 0,
+    }
+    if limit is not None:
+        out["availableBytes"] = max(0, limit - working_set)
+    return out
+
+
+def _container_spec(pod: Pod, name: str) -> Container | None:
+    for c in (*(pod.spec.init_containers or ()), *pod.spec.containers):
+        if c.name == name:
+            return c
+    return None
 
 
 @dataclass(frozen=True)
@@ -90,6 +159,16 @@ class SimContainer:
     container_id: str = ""
     backoff: float = 0.0
     resources: dict[str, Any] | None = None  # what runs (requests/limits), reported while running
+    # What the running instance printed and what the one before it printed (`logs --previous`).
+    log: ContainerLog | None = None
+    previous_log: ContainerLog | None = None
+    started_clock: float = 0.0  # time.time() at the start of the instance (usage is a function of age)
+    cpu_done: float = 0.0  # core-nanoseconds of the instances that have ended (counters never go back)
+    # The running instance's CPU before its last resize, and its age then: a resize changes the
+    # profile, not what was used.
+    cpu_segments: float = 0.0
+    segment_age: float = 0.0
+    profile: simusage.Profile | None = None  # drawn when first asked
 
     @property
     def field_path(self) -> str:
@@ -170,8 +249,23 @@ class SimulatedProvider:
         timings: Timings | None = None,
         seed: int = 1,
         description: NodeDescription | None = None,
+        node_name: str = "",
+        exec_locally: bool = False,
+        exec_root: str | None = None,
     ) -> None:
         self.timings = timings or Timings()
+        self.node_name = node_name
+        # exec runs commands on this machine (in a folder per container): remote code execution
+        # for whoever may exec, hence off unless asked for, and said loudly when on.
+        self.exec_locally = exec_locally
+        self.exec_root = Path(exec_root) if exec_root else Path(tempfile.gettempdir()) / "podstatus-sim-exec"
+        if exec_locally:
+            log.warning(
+                "simulated exec runs commands locally node=%s folder=%s",
+                node_name or "-",
+                self.exec_root,
+                extra={"podstatus": {"node": node_name, "folder": str(self.exec_root)}},
+            )
         self.description = description or NodeDescription(
             capacity={"cpu": "64", "memory": "256Gi", "pods": "110"},
             labels={"type": "podstatus-simulated"},
@@ -188,6 +282,10 @@ class SimulatedProvider:
         self._ip_counter = itertools.count(2)
         # Pod IPs from the node's pod CIDR once the agent gives one (update_pod_cidr).
         self._ips: PodIPPool | None = None
+        self._names: dict[tuple[str, str], str] = {}  # (namespace, name) -> uid, for the kubelet API
+        self._log_lock = threading.Lock()  # every container log of this node
+        self._clock_start = time.time()  # the node's start, for its stats
+        self._cpu_gone = 0.0  # core-nanoseconds of the pods deleted since (the node's counter goes on)
 
     @property
     def rng(self) -> random.Random:
@@ -239,6 +337,7 @@ class SimulatedProvider:
                     f"failed to allocate a pod IP: no IP addresses available in range {self._ips and self._ips.cidr}"
                 )
             self._sims[pod.uid] = sim
+            self._names[(pod.namespace, pod.name)] = pod.uid
             if self._resume(sim):
                 log.info("resumed a running pod pod=%s podUID=%s", pod.key(), pod.uid)
                 self._publish(sim)
@@ -277,13 +376,16 @@ class SimulatedProvider:
         with self._lock:
             for c in sim.all_containers():
                 if c.state == "running":
-                    self._terminate(c, 0 if sim.behaviour != "crash" else 137)
+                    self._terminate(sim, c, 0 if sim.behaviour != "crash" else 137, _SIGTERM)
             sim.stopped = True
             sim.done = True
             sim.steps.clear()
             self._publish(sim)
             self._settle(sim)
             self._sims.pop(pod.uid, None)
+            if self._names.get((pod.namespace, pod.name)) == pod.uid:
+                del self._names[(pod.namespace, pod.name)]
+            self._cpu_gone += sum(c.cpu_done for c in sim.all_containers())
             if self._ips is not None and sim.pod_ip:
                 self._ips.release(sim.pod_ip)
 
@@ -306,6 +408,224 @@ class SimulatedProvider:
     def sims(self) -> list[SimPod]:
         with self._lock:
             return list(self._sims.values())
+
+    # -- the kubelet API's capabilities (see capabilities.py) -------------------------------------
+
+    def get_container_logs(
+        self, namespace: str, pod: str, container: str, options: LogOptions
+    ) -> bytes | AsyncIterator[bytes]:
+        """What the container printed (see simlogs); with ``follow``, a stream until it stops."""
+        sim = self._find(namespace, pod)
+        with self._lock:
+            clog = self._log_for(sim, self._container(sim, container), options.previous)
+        since: float | None = None
+        if options.since_time is not None:
+            since = options.since_time.timestamp()
+        elif options.since_seconds is not None:
+            since = time.time() - options.since_seconds
+        lines, seq, closed = clog.snapshot()
+        head = simlogs.render(
+            simlogs.select(lines, tail_lines=options.tail_lines, since=since), timestamps=options.timestamps
+        )
+        limit = options.limit_bytes
+        if limit is not None and len(head) >= limit:
+            return head[:limit]
+        if not options.follow or closed:
+            return head
+        return simlogs.follow_bytes(
+            clog, head, seq, since=since, timestamps=options.timestamps, limit_bytes=limit
+        )
+
+    async def run_in_container(
+        self, namespace: str, pod: str, container: str, command: list[str], io: ExecIO
+    ) -> int:
+        """The command, run locally in the container's folder when ``exec_locally``; else refused."""
+        sim = self._find(namespace, pod)
+        with self._lock:
+            c = self._container(sim, container)
+            running = c.state == "running"
+            env = self._env_of(sim, c)
+        if not self.exec_locally:
+            raise SimulatedError(
+                501,
+                f"exec is not supported by the simulated provider of node {self.node_name or '-'}: its "
+                "containers are make-believe (start `podstatus node --sim-exec` to run commands locally, "
+                "in a folder per container)",
+            )
+        if not running:
+            raise SimulatedError(400, f'container "{container}" in pod "{pod}" is not running')
+        if not command:
+            raise SimulatedError(400, "no command given to exec")
+        folder = (
+            self.exec_root
+            / _safe(self.node_name or "node")
+            / _safe(namespace)
+            / _safe(pod)
+            / _safe(container)
+        )
+        return await simstreams.exec_locally(
+            command, folder, env, io, what=f"pod={namespace}/{pod} container={container}"
+        )
+
+    async def attach_to_container(self, namespace: str, pod: str, container: str, io: ExecIO) -> int | None:
+        """The container's output from now on; what is typed, printed back (see simstreams)."""
+        sim = self._find(namespace, pod)
+        with self._lock:
+            c = self._container(sim, container)
+            clog = c.log if c.state == "running" else None
+        if clog is None:
+            raise SimulatedError(400, f'container "{container}" in pod "{pod}" is not running')
+        return await simstreams.attach(clog, io)
+
+    async def port_forward(self, namespace: str, pod: str, port: int, stream: PortStream) -> None:
+        """A responder for each declared containerPort of a running container; else refused."""
+        sim = self._find(namespace, pod)
+        with self._lock:
+            owner = next(
+                (
+                    c.name
+                    for c in sim.all_containers()
+                    if c.state == "running" and port in _ports_of(sim.pod, c.name)
+                ),
+                None,
+            )
+        if owner is None:
+            # What the kubelet says when nothing listens on the port in the pod.
+            stream.error(
+                f'failed to connect to localhost:{port} inside namespace "{sim.uid}", IPv4: dial tcp4 '
+                f"127.0.0.1:{port}: connect: connection refused IPv6 dial tcp6 [::1]:{port}: "
+                "connect: connection refused "
+            )
+            stream.close()
+            return
+        await simstreams.respond(
+            stream, f"podstatus simulated pod {namespace}/{pod} container {owner} port {port}"
+        )
+
+    def get_stats_summary(self) -> dict[str, Any]:
+        """The kubelet's stats/v1alpha1 Summary of the node and its pods (see simusage)."""
+        now = time.time()
+        stamp = simusage.rfc3339(now)
+        pods: list[dict[str, Any]] = []
+        total, rate, working = self._cpu_gone, 0.0, 0
+        with self._lock:
+            for sim in self._sims.values():
+                pod_total = sum(c.cpu_done for c in sim.all_containers())
+                if not sim.sandbox_ready or sim.stopped:
+                    total += pod_total
+                    continue
+                containers, pod_rate, pod_ws = [], 0.0, 0
+                starts = [c.started_clock for c in sim.all_containers() if c.started_clock]
+                for c in sim.all_containers():
+                    if c.state != "running":
+                        continue
+                    p = self._profile(sim, c)
+                    age = now - c.started_clock
+                    c_rate, c_total = simusage.cpu_rate(p, age), self._instance_cpu(sim, c, now)
+                    c_ws = simusage.memory_bytes(p, age)
+                    pod_rate, pod_total, pod_ws = pod_rate + c_rate, pod_total + c_total, pod_ws + c_ws
+                    containers.append(
+                        {
+                            "name": c.name,
+                            "startTime": simusage.rfc3339(c.started_clock),
+                            "cpu": _cpu(stamp, c_rate, c_total),
+                            "memory": _memory(stamp, c_ws, simusage.memory_limit(c.resources)),
+                        }
+                    )
+                pods.append(
+                    {
+                        "podRef": {"name": sim.pod.name, "namespace": sim.pod.namespace, "uid": sim.uid},
+                        "startTime": simusage.rfc3339(min(starts) if starts else now),
+                        "containers": containers,
+                        "cpu": _cpu(stamp, pod_rate, pod_total),
+                        "memory": _memory(stamp, pod_ws, None),
+                    }
+                )
+                total, rate, working = total + pod_total, rate + pod_rate, working + pod_ws
+        # The node's own daemons: a serving profile of its own.
+        system = simusage.profile_for(self._seed, "node", self.node_name, "serve")
+        age = now - self._clock_start
+        rate += simusage.cpu_rate(system, age)
+        total += simusage.cpu_total(system, age)
+        working += simusage.memory_bytes(system, age)
+        capacity = simusage.memory_capacity(self.description.capacity.get("memory"))
+        return {
+            "node": {
+                "nodeName": self.node_name,
+                "startTime": simusage.rfc3339(self._clock_start),
+                "cpu": _cpu(stamp, rate, total),
+                "memory": _memory(stamp, working, capacity),
+            },
+            "pods": pods,
+        }
+
+    def _find(self, namespace: str, name: str) -> SimPod:
+        with self._lock:
+            uid = self._names.get((namespace, name))
+            sim = self._sims.get(uid) if uid is not None else None
+        if sim is None:
+            # The kubelet's words, with the namespace and node (a 404 that names the pod).
+            raise SimulatedError(
+                404, f'pod "{name}" does not exist in namespace "{namespace}" on node {self.node_name or "-"}'
+            )
+        return sim
+
+    def _container(self, sim: SimPod, name: str) -> SimContainer:
+        for c in sim.all_containers():
+            if c.name == name:
+                return c
+        raise SimulatedError(404, f'container "{name}" not found in pod "{sim.pod.name}"')
+
+    def _log_for(self, sim: SimPod, c: SimContainer, previous: bool) -> ContainerLog:
+        """The instance whose output ``kubectl logs [--previous]`` shows, as the kubelet picks it."""
+        pod = sim.pod.name
+        if previous:
+            if c.state == "waiting" and c.restart_count and c.log is not None:
+                return c.log  # backing off: the last termination is the instance that just ended
+            if c.previous_log is not None:
+                return c.previous_log
+            raise SimulatedError(400, f'previous terminated container "{c.name}" in pod "{pod}" not found')
+        if c.log is None:
+            if c.state == "waiting":
+                raise SimulatedError(
+                    400, f'container "{c.name}" in pod "{pod}" is waiting to start: {c.reason}'
+                )
+            # Taken up after an agent restart: what it printed before is gone with that process.
+            c.log = ContainerLog(self._log_lock)
+            c.log.write("(output from before the node agent restarted is not kept)")
+            if c.state == "terminated":
+                c.log.close(exit_code=c.exit_code)
+        return c.log
+
+    def _env_of(self, sim: SimPod, c: SimContainer) -> dict[str, str]:
+        """The container's environment as exec sees it: literal values and the pod's own fields."""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "HOSTNAME": sim.pod.name,
+            "HOME": "/root",
+        }
+        fields = {
+            "metadata.name": sim.pod.name,
+            "metadata.namespace": sim.pod.namespace,
+            "metadata.uid": sim.uid,
+            "spec.nodeName": self.node_name,
+            "status.podIP": sim.pod_ip,
+        }
+        spec = _container_spec(sim.pod, c.name)
+        for item in spec.env if spec is not None and isinstance(spec.env, list) else ():
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                continue
+            if isinstance(item.get("value"), str):
+                env[item["name"]] = item["value"]
+                continue
+            ref = (
+                (item.get("valueFrom") or {}).get("fieldRef")
+                if isinstance(item.get("valueFrom"), dict)
+                else None
+            )
+            if isinstance(ref, dict) and ref.get("fieldPath") in fields:
+                env[item["name"]] = fields[ref["fieldPath"]]
+        return env
 
     # -- building ----------------------------------------------------------------------------
 
@@ -473,18 +793,32 @@ class SimulatedProvider:
     def _start(self, sim: SimPod, c: SimContainer) -> None:
         c.state = "running"
         c.started_at = _now()
+        c.started_clock = time.time()
         c.container_id = self._cid(sim, c)
         c.ready = False
         c.started = False
+        c.profile = None
+        c.cpu_segments = c.segment_age = 0.0
+        if c.log is not None:
+            c.log.close()
+            c.previous_log = c.log
+        c.log = ContainerLog(self._log_lock)
+        again = f" (restart {c.restart_count})" if c.restart_count else ""
+        c.log.write(f"starting {c.name}{again}: image {c.image}, pod {sim.pod.namespace}/{sim.pod.name}")
         self._event(sim, "Normal", "Created", f"Created container: {c.name}", c)
         self._event(sim, "Normal", "Started", f"Started container {c.name}", c)
 
-    def _terminate(self, c: SimContainer, exit_code: int) -> None:
+    def _terminate(self, sim: SimPod, c: SimContainer, exit_code: int, last_line: str) -> None:
+        if c.state == "running":
+            # The instance's CPU stays in the pod's and node's cumulative counters.
+            c.cpu_done += self._instance_cpu(sim, c, time.time())
         c.state = "terminated"
         c.exit_code = exit_code
         c.finished_at = _now()
         c.ready = False
         c.started = False
+        if c.log is not None:
+            c.log.close(f"{last_line}; exit code {exit_code}", exit_code=exit_code)
 
     def _sandbox_ready(self, sim: SimPod) -> None:
         sim.sandbox_ready = True
@@ -509,7 +843,7 @@ class SimulatedProvider:
             self._after(sim, self.timings.startup, self._container_started, c)
 
     def _init_done(self, sim: SimPod, c: SimContainer) -> None:
-        self._terminate(c, 0)
+        self._terminate(sim, c, 0, "initialisation done")
         c.ready = True  # a completed init container reports ready
         sim.init_index += 1
         self._publish(sim)
@@ -517,6 +851,11 @@ class SimulatedProvider:
 
     def _resized(self, sim: SimPod, c: SimContainer, resources: dict[str, Any]) -> None:
         c.resources = resources
+        if c.state == "running":
+            now = time.time()
+            c.cpu_segments = self._instance_cpu(sim, c, now)
+            c.segment_age = now - c.started_clock
+        c.profile = None  # new limits, new figures (the counters go on from where they are)
         self._publish(sim)
 
     def _sidecar_started(self, sim: SimPod, c: SimContainer) -> None:
@@ -530,6 +869,11 @@ class SimulatedProvider:
         if c.state != "running":
             return
         c.started = True
+        if c.log is not None:
+            ports = _ports_of(sim.pod, c.name)
+            c.log.write(f"listening on {', '.join(f':{p}' for p in ports)}" if ports else "started")
+            if self._kind(sim, c) != "serve":
+                c.log.every(_WORK_PERIOD, _work_line)
         self._publish(sim)
         self._after(sim, self.timings.readiness, self._became_ready, c)
         self._plan_exit(sim, c)
@@ -546,6 +890,12 @@ class SimulatedProvider:
         if c.state != "running" or c.ready:
             return
         c.ready = True
+        if c.log is not None:
+            c.log.write("ready")
+            if self._kind(sim, c) == "serve":
+                # A serving container prints a probe's access-log line every few seconds (made
+                # when read, see simlogs).
+                c.log.every(_PROBE_PERIOD, _probe_line)
         self._publish(sim)
 
     def _exit(self, sim: SimPod, c: SimContainer, exit_code: int) -> None:
@@ -559,7 +909,7 @@ class SimulatedProvider:
                 "Liveness probe failed: HTTP probe failed with statuscode: 500",
                 c,
             )
-        self._terminate(c, exit_code)
+        self._terminate(sim, c, exit_code, _LAST_WORDS.get(sim.behaviour, "done"))
         policy = sim.pod.spec.restart_policy or "Always"
         restarts = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
         if restarts:
@@ -588,13 +938,33 @@ class SimulatedProvider:
             # The job is over: sidecars are stopped, the pod is finished.
             for s in sim.inits:
                 if s.sidecar and s.state == "running":
-                    self._terminate(s, 0)
+                    self._terminate(sim, s, 0, _SIGTERM)
         self._publish(sim)
 
     def _restart(self, sim: SimPod, c: SimContainer) -> None:
         self._start(sim, c)
         self._publish(sim)
         self._after(sim, self.timings.startup, self._container_started, c)
+
+    # -- usage -------------------------------------------------------------------------------------
+
+    def _kind(self, sim: SimPod, c: SimContainer) -> str:
+        """How the container behaves: its pod's behaviour, a sidecar serves, an init container works."""
+        if c.init:
+            return "serve" if c.sidecar else "init"
+        return sim.behaviour
+
+    def _profile(self, sim: SimPod, c: SimContainer) -> simusage.Profile:
+        p = c.profile
+        if p is None:
+            p = c.profile = simusage.profile_for(self._seed, sim.uid, c.name, self._kind(sim, c), c.resources)
+        return p
+
+    def _instance_cpu(self, sim: SimPod, c: SimContainer, now: float) -> float:
+        """Core-nanoseconds the running instance has used by ``now``."""
+        p = self._profile(sim, c)
+        age = max(c.segment_age, now - c.started_clock)
+        return c.cpu_segments + simusage.cpu_total(p, age) - simusage.cpu_total(p, c.segment_age)
 
     # -- status --------------------------------------------------------------------------------
 
