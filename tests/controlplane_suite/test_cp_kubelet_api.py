@@ -107,7 +107,7 @@ def _kubelet_args(port: int, pki: Path) -> list[str]:
     for flag, value in (
         ("--kubelet-client-ca", str(pki / "ca.crt")),
         ("--authentication-token-webhook", None),
-        ("--simulate-exec", None),
+        ("--sim-exec", None),
     ):
         if agent_supports(flag):
             args += [flag] if value is None else [flag, value]
@@ -286,6 +286,21 @@ def test_kubectl_exec_output_stdin_and_exit_codes(
     assert missing.returncode != 0 and "nope" in missing.stderr, missing.stderr
 
 
+def _read_until(stream: Any, needle: bytes, *, timeout: float) -> bytes:
+    """What a child's pipe gave until ``needle`` showed up (or the time ran out, or it closed)."""
+    got = b""
+    deadline = time.monotonic() + timeout
+    fd = stream.fileno()
+    while needle not in got and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            got += chunk
+    return got
+
+
 def _run_on_pty(args: list[str], send: bytes, timeout: float = 60) -> tuple[int, bytes]:
     """Run ``args`` with a pseudo-terminal as stdin/stdout (kubectl -t wants a terminal); type ``send``."""
     primary, secondary = pty.openpty()
@@ -349,16 +364,23 @@ def test_kubectl_attach(
     kc = control_plane.kubeconfig
     running_pod(cluster, ns, web_pod("attached"))
     proc = subprocess.Popen(
-        [bin_path("kubectl"), "--kubeconfig", kc, "attach", "-n", ns, "attached", "-c", "app"],
+        [bin_path("kubectl"), "--kubeconfig", kc, "attach", "-i", "-n", ns, "attached", "-c", "app"],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     try:
+        assert proc.stdin is not None and proc.stdout is not None
         time.sleep(3)
         assert proc.poll() is None, proc.communicate(timeout=5)
+        # The simulated container reads its stdin and prints each line it gets.
+        proc.stdin.write(b"typed into attach\n")
+        proc.stdin.flush()
+        seen = _read_until(proc.stdout, b"typed into attach", timeout=30)
+        assert b"typed into attach" in seen, seen
+        # Its end ends the attach: the last words, then kubectl exits.
         cluster.core.delete_namespaced_pod("attached", ns)
         out, err = proc.communicate(timeout=60)
-        # The container's output while attached, up to its end.
         assert b"SIGTERM" in out or b"exit code" in out, (out, err)
     finally:
         if proc.poll() is None:
