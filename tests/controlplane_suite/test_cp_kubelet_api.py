@@ -25,7 +25,6 @@ import os
 import pty
 import re
 import select
-import socket
 import ssl
 import subprocess
 import time
@@ -46,6 +45,7 @@ from cpkit import (
     agent_supports,
     bin_path,
     condition_status,
+    free_port,
     kubectl,
     kubectl_run,
     pod_ready,
@@ -61,12 +61,6 @@ ControlPlane = Any
 
 KUBELET_NODE = "cp-kubelet-1"
 WEB_PORT = 8080
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -103,15 +97,15 @@ class KubeletNode:
 
 
 def _kubelet_args(port: int, pki: Path) -> list[str]:
-    args = ["--kubelet-port", str(port), "--address", "127.0.0.1"]
-    for flag, value in (
-        ("--kubelet-client-ca", str(pki / "ca.crt")),
-        ("--authentication-token-webhook", None),
-        ("--sim-exec", None),
-    ):
-        if agent_supports(flag):
-            args += [flag] if value is None else [flag, value]
-    return args
+    # --address is left to its default: the address the agent reaches kube-apiserver from (loopback).
+    return [
+        "--kubelet-port",
+        str(port),
+        "--kubelet-client-ca",
+        str(pki / "ca.crt"),
+        "--authentication-token-webhook",
+        "--sim-exec",
+    ]
 
 
 @pytest.fixture(scope="module")
