@@ -107,6 +107,8 @@ def command(
         "--kubelet-use-node-status-port",
         "--kubelet-insecure-tls",
         f"--metric-resolution={RESOLUTION_SECONDS}s",
+        # It must stay under the resolution (metrics-server refuses to start otherwise).
+        "--kubelet-request-timeout=5s",
         "--v=2",
     ]
     if kubelet_client_cert is not None and kubelet_client_key is not None:

@@ -500,10 +500,7 @@ def test_a_token_without_nodes_proxy_gets_403(
 
 @pytest.fixture(scope="module")
 def metrics_server_running(
-    control_plane: ControlPlane,
-    cluster: Cluster,
-    kubelet_node: KubeletNode,
-    tmp_path_factory: pytest.TempPathFactory,
+    control_plane: ControlPlane, cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[int]:
     """Upstream metrics-server v0.8.0 on loopback, registered as v1beta1.metrics.k8s.io."""
     binary = metrics_server.ensure_metrics_server()
@@ -576,6 +573,34 @@ def _https_ok(port: int, path: str) -> bool:
         return False
     finally:
         conn.close()
+
+
+def test_metrics_server_is_served_through_the_aggregation_layer(
+    control_plane: ControlPlane, metrics_server_running: int
+) -> None:
+    """The loopback route: APIService -> ExternalName Service (localhost) -> metrics-server."""
+    kc = control_plane.kubeconfig
+
+    def available() -> bool:
+        svc = json.loads(kubectl(kc, "get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "json"))
+        conds = {c["type"]: c for c in (svc.get("status") or {}).get("conditions") or []}
+        return conds.get("Available", {}).get("status") == "True"
+
+    wait_until(
+        available,
+        timeout=60,
+        what="APIService v1beta1.metrics.k8s.io Available",
+        state=lambda: kubectl(kc, "get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "yaml", check=False),
+        interval=1,
+    )
+    discovery = json.loads(kubectl(kc, "get", "--raw", "/apis/metrics.k8s.io/v1beta1"))
+    assert {r["name"] for r in discovery["resources"]} >= {"nodes", "pods"}, discovery
+    # kube-apiserver authenticated the caller and passed the user on (front proxy headers); an
+    # identity without RBAC on metrics.k8s.io is refused by metrics-server's delegated authorization.
+    listed = json.loads(kubectl(kc, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes"))
+    assert listed["kind"] == "NodeMetricsList"
+    denied = kubectl_run(kc, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes", "--as=nobody")
+    assert denied.returncode != 0 and "forbidden" in denied.stderr.lower(), denied.stderr
 
 
 def _cpu_nanos(q: str) -> int:
