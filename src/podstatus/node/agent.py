@@ -293,6 +293,8 @@ class NodeAgent:
     ``network``: the node's InternalIP (used when the provider's description keeps the
     default address) and pod CIDR (the Node's ``spec.podCIDR``, handed to the provider's
     optional ``update_pod_cidr``); see :mod:`.network`.
+    ``kubelet_endpoint``: (address, port) of the node's kubelet API (:mod:`.kubeletapi`): the
+    Node's InternalIP and ``daemonEndpoints`` point there and it declares ``ExtendWebSocketsToKubelet``.
     """
 
     def __init__(
@@ -325,8 +327,11 @@ class NodeAgent:
         cpu_manager_policy: str = "none",
         status_error_event_interval: float = 60.0,
         network: NodeNetwork | None = None,
+        kubelet_endpoint: tuple[str, int] | None = None,
     ) -> None:
         self.client = client
+        # Where this node's kubelet API listens (see .kubeletapi); None: it has none.
+        self.kubelet_endpoint = kubelet_endpoint
         # The kubelet's --cpu-manager-policy: "static" makes a Guaranteed pod's cpu resize infeasible.
         self.cpu_manager_policy = cpu_manager_policy
         self.network = network
@@ -353,6 +358,7 @@ class NodeAgent:
         self.node_status = NodeStatusReporter(
             node_name, report_frequency=node_status_report_frequency, clock=clock
         )
+        self.node_status.kubelet_port = kubelet_endpoint[1] if kubelet_endpoint is not None else None
         self._own_runtime = runtime is None
         self.runtime = runtime if runtime is not None else self._new_runtime()
         self.recorder = EventRecorder(
@@ -576,7 +582,16 @@ class NodeAgent:
     # -- the Node ------------------------------------------------------------------------
 
     def _with_network(self, description: NodeDescription) -> NodeDescription:
-        """The node's own InternalIP in place of the default one every description starts with."""
+        """The node's own InternalIP in place of the default one every description starts with.
+
+        With a kubelet API, its address is the InternalIP (kube-apiserver reaches the node there).
+        """
+        if self.kubelet_endpoint is not None:
+            others = tuple(a for a in description.addresses if a.get("type") != "InternalIP")
+            return dataclasses.replace(
+                description,
+                addresses=({"type": "InternalIP", "address": self.kubelet_endpoint[0]}, *others),
+            )
         if self.network is None or tuple(description.addresses) != DEFAULT_ADDRESSES:
             return description
         return dataclasses.replace(
@@ -615,7 +630,12 @@ class NodeAgent:
         True when it was created: ``status`` is then on the server.
         """
         wanted_cidr = self.network.pod_cidr if self.network is not None else None
-        node = build_node(self.node_name, self._description, pod_cidr=wanted_cidr)
+        node = build_node(
+            self.node_name,
+            self._description,
+            pod_cidr=wanted_cidr,
+            kubelet_port=self.node_status.kubelet_port,
+        )
         if status is not None:
             node["status"] = status
         try:

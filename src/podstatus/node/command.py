@@ -151,7 +151,103 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "Guaranteed pod's cpu is Infeasible (default none)",
     )
     p.add_argument("--log-format", choices=("text", "json"), default="text", help="log line format")
+    k = p.add_argument_group("kubelet API (logs, exec, attach, port-forward, stats; HTTPS)")
+    k.add_argument(
+        "--kubelet-port",
+        type=int,
+        default=10250,
+        help="port of the kubelet API (default 10250; 0 turns it off); with --nodes N, node i (0-based) "
+        "listens on this port + i",
+    )
+    k.add_argument(
+        "--address",
+        default=None,
+        help="address the kubelet API listens on, and the Nodes' InternalIP (default: the address this "
+        "host reaches the cluster from)",
+    )
+    k.add_argument(
+        "--client-ca-file",
+        "--kubelet-client-ca",
+        dest="client_ca_file",
+        default=None,
+        help="client certificates signed by this CA authenticate (kube-apiserver's "
+        "--kubelet-client-certificate); CN is the user, O the groups",
+    )
+    k.add_argument(
+        "--authentication-token-webhook",
+        action="store_true",
+        help="bearer tokens authenticate through a TokenReview",
+    )
+    k.add_argument(
+        "--authorization-mode",
+        choices=("AlwaysAllow", "Webhook"),
+        default=None,
+        help="Webhook: a SubjectAccessReview on nodes/proxy, nodes/log, nodes/stats ... per request "
+        "(default with --authentication-token-webhook); AlwaysAllow: every authenticated caller",
+    )
+    k.add_argument("--tls-cert-file", default=None, help="serving certificate (default: self-signed)")
+    k.add_argument("--tls-private-key-file", default=None, help="key of --tls-cert-file")
     return p
+
+
+def reach_address(base_url: str) -> str:
+    """The local address this host reaches ``base_url``'s host from (no packet is sent)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or 443
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+        family, _, _, _, target = infos[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect(target)
+            return str(probe.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def kubelet_api(args: argparse.Namespace, names: Sequence[str], base_url: str, reviewer: Any) -> Any:
+    """The kubelet API server of this process with a socket per node, or None (--kubelet-port 0)."""
+    if args.kubelet_port == 0:
+        return None
+    if not 0 < args.kubelet_port <= 65535 or args.kubelet_port + len(names) - 1 > 65535:
+        raise ValueError(f"--kubelet-port {args.kubelet_port}: the nodes' ports must be within 1..65535")
+    from ..server.security import TlsMaterial
+    from .kubeletapi import KubeletAPIConfig, KubeletAPIServer
+
+    tls = None
+    if args.tls_cert_file or args.tls_private_key_file:
+        if not (args.tls_cert_file and args.tls_private_key_file):
+            raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+        cert = Path(args.tls_cert_file).read_bytes()
+        tls = TlsMaterial(ca_pem=cert, cert_pem=cert, key_pem=Path(args.tls_private_key_file).read_bytes())
+    client_ca = Path(args.client_ca_file).read_bytes() if args.client_ca_file else None
+    authorization = args.authorization_mode or (
+        "Webhook" if args.authentication_token_webhook else "AlwaysAllow"
+    )
+    if client_ca is None and not args.authentication_token_webhook:
+        log.warning(
+            "kubelet API: neither --client-ca-file nor --authentication-token-webhook: every request gets 401"
+        )
+    config = KubeletAPIConfig(
+        address=args.address or reach_address(base_url),
+        tls=tls,
+        client_ca_pem=client_ca,
+        token_webhook=args.authentication_token_webhook,
+        authorization=authorization,
+        reviewer=reviewer if (args.authentication_token_webhook or authorization == "Webhook") else None,
+    )
+    server = KubeletAPIServer(config)
+    server.start(names)
+    try:
+        for i, name in enumerate(names):
+            server.add_node(name, args.kubelet_port + i)
+    except OSError as err:
+        server.stop()
+        raise ValueError(f"kubelet API: cannot listen on {config.address}: {err}") from err
+    return server
 
 
 DEFAULT_NAME = "vn"
@@ -490,6 +586,8 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     if not args.kubelet_mode:
         options["coalesce"] = args.coalesce
     runtime = shared_runtime(args.nodes)
+    api = kubelet_api(args, names, client.base_url, client)
+    endpoints = api.endpoints() if api is not None else [None] * len(names)
     agents = [
         NodeAgent(
             client,
@@ -505,9 +603,13 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
             cpu_manager_policy=args.cpu_manager_policy,
             # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
             network=NodeNetwork.for_index(i),
+            kubelet_endpoint=endpoints[i],
         )
         for i, name in enumerate(names)
     ]
+    if api is not None:
+        for agent, (_, port) in zip(agents, api.endpoints()):
+            api.set_agent(port, agent)
     group = NodeGroup(client, agents, runtime=runtime)
     stop = guard.stopping
     guard.calls = runtime.calls
@@ -539,6 +641,8 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     except LeaseHeldError as err:
         say(f"error: {err}", json_lines=json_lines, error=True)
         runtime.close()
+        if api is not None:
+            api.stop()
         return EXIT_LEASE_HELD
     say(
         f"podstatus node: {len(names)} node(s) {', '.join(names[:5])}{' ...' if len(names) > 5 else ''} "
@@ -556,6 +660,8 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
                 break
     finally:
         group.stop(args.on_stop)
+        if api is not None:
+            api.stop()
         for server in servers:
             server.shutdown()
         client.close()

@@ -330,7 +330,11 @@ HEALTHY_CONDITIONS: tuple[tuple[str, str, str, str], ...] = (
 
 
 def build_node(
-    node_name: str, description: NodeDescription, *, pod_cidr: str | None = None
+    node_name: str,
+    description: NodeDescription,
+    *,
+    pod_cidr: str | None = None,
+    kubelet_port: int | None = None,
 ) -> dict[str, Any]:
     """The Node to register: labels, taints, ``spec.podCIDR``, the status parts that are not conditions."""
     labels = {
@@ -344,7 +348,7 @@ def build_node(
         "kind": "Node",
         "metadata": {"name": node_name, "labels": labels, "annotations": dict(description.annotations)},
         "spec": {"taints": [dict(t) for t in description.taints]} if description.taints else {},
-        "status": status_body(node_name, description),
+        "status": status_body(node_name, description, kubelet_port=kubelet_port),
     }
     if pod_cidr:
         node["spec"]["podCIDR"] = pod_cidr
@@ -358,14 +362,27 @@ def build_node(
 DECLARED_FEATURES = ("InPlacePodLevelResourcesVerticalScaling", "InPlacePodVerticalScalingInitContainers")
 
 
-def status_body(node_name: str, description: NodeDescription) -> dict[str, Any]:
+# A node whose kubelet API serves exec/attach/port-forward over WebSocket says so: kube-apiserver
+# 1.36+ then proxies kubectl's WebSocket straight to it instead of translating to SPDY
+# (checkNodeSupportsWebsockets in pkg/registry/core/pod/rest/subresources.go).
+WEBSOCKETS_FEATURE = "ExtendWebSocketsToKubelet"
+
+
+def status_body(
+    node_name: str, description: NodeDescription, *, kubelet_port: int | None = None
+) -> dict[str, Any]:
+    """``kubelet_port``: where the node's kubelet API listens (None: it has none; the
+    kubelet's default port is still advertised, as before)."""
+    features = list(DECLARED_FEATURES)
+    if kubelet_port is not None:
+        features = sorted({*features, WEBSOCKETS_FEATURE})
     return {
         "capacity": dict(description.capacity),
         "allocatable": dict(description.allocatable_or_capacity()),
         "addresses": [dict(a) for a in description.addresses],
         "nodeInfo": {**node_system_info(node_name), **dict(description.node_info)},
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-        "declaredFeatures": list(DECLARED_FEATURES),
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250 if kubelet_port is None else kubelet_port}},
+        "declaredFeatures": features,
     }
 
 
@@ -382,6 +399,7 @@ class NodeStatusReporter:
         self.node_name = node_name
         self.report_frequency = report_frequency
         self.clock = clock
+        self.kubelet_port: int | None = None  # set by the agent when its kubelet API listens
         # type -> (status, reason, message, lastTransitionTime)
         self._conditions: dict[str, tuple[str, str, str, str]] = {}
         self._last_content: Any = None
@@ -438,7 +456,7 @@ class NodeStatusReporter:
     def build(self, description: NodeDescription, ready_error: str | None) -> dict[str, Any]:
         """The status to post now (records it as posted only after :meth:`posted`)."""
         now = _time(self.clock())
-        status = status_body(self.node_name, description)
+        status = status_body(self.node_name, description, kubelet_port=self.kubelet_port)
         status["conditions"] = self._conditions_for(ready_error, now)
         return status
 
