@@ -229,9 +229,7 @@ def test_kubectl_logs_tail_container_and_follow(
         assert proc.returncode == 0, err
         assert b"SIGTERM" in rest or b"exit code" in rest, rest
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
 
 
 def test_kubectl_logs_previous_after_a_restart(
@@ -246,10 +244,16 @@ def test_kubectl_logs_previous_after_a_restart(
         state=lambda: cluster.pod(ns, "crashy").get("status"),
     )
     prev = kubectl(kc, "logs", "-n", ns, "crashy", "--previous")
-    assert "starting app" in prev and "exit code" in prev, prev
-    now = kubectl_run(kc, "logs", "-n", ns, "crashy")
-    assert now.returncode == 0, now.stderr
-    assert "(restart" in now.stdout, now.stdout
+    assert "starting app" in prev and "panic: simulated crash; exit code" in prev, prev
+    # While it waits out its back-off, the current log is still the crashed instance's (as the
+    # kubelet's); once it runs again, the new instance's, which says it is a restart.
+    wait_until(
+        lambda: "(restart " in kubectl(kc, "logs", "-n", ns, "crashy"),
+        timeout=90,
+        what="the restarted instance's log",
+        state=lambda: cluster.pod(ns, "crashy").get("status"),
+        interval=2,
+    )
     # A pod that never restarted has no previous instance: the kubelet's 400, not a 404 of the pod.
     running_pod(cluster, ns, web_pod("steady"))
     none = kubectl_run(kc, "logs", "-n", ns, "steady", "--previous")
@@ -278,6 +282,17 @@ def test_kubectl_exec_output_stdin_and_exit_codes(
     # A container the pod does not have: kube-apiserver's 400 naming it.
     missing = kubectl_run(kc, "exec", "-n", ns, "sh", "-c", "nope", "--", "true")
     assert missing.returncode != 0 and "nope" in missing.stderr, missing.stderr
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """The child gone and its pipes closed (an open pipe left to the collector fails the next test)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 def _read_until(stream: Any, needle: bytes, *, timeout: float) -> bytes:
@@ -321,9 +336,7 @@ def _run_on_pty(args: list[str], send: bytes, timeout: float = 60) -> tuple[int,
                 break
         proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
         os.close(primary)
     return proc.returncode, out
 
@@ -377,9 +390,7 @@ def test_kubectl_attach(
         out, err = proc.communicate(timeout=60)
         assert b"SIGTERM" in out or b"exit code" in out, (out, err)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
 
 
 # --- port-forward ---------------------------------------------------------------------------------
@@ -425,9 +436,7 @@ def test_kubectl_port_forward_carries_a_real_http_request(
         proc.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
 
 
 # --- stats and authentication ----------------------------------------------------------------------
