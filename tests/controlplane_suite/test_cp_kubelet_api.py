@@ -419,10 +419,11 @@ def test_kubectl_port_forward_carries_a_real_http_request(
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert b"Forwarding from 127.0.0.1" in line, (
-            line,
-            proc.stderr.read() if proc.poll() is not None else b"",
-        )
+        if b"Forwarding from 127.0.0.1" not in line:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+            err = proc.stderr.read() if proc.stderr is not None and proc.poll() is not None else b""
+            pytest.fail(f"kubectl port-forward did not forward: {line!r} {err.decode(errors='replace')}")
         for path in ("/", "/healthz"):
             with urllib.request.urlopen(f"http://127.0.0.1:{local}{path}", timeout=30) as resp:
                 body = resp.read()
