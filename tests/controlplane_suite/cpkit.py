@@ -336,6 +336,12 @@ class Agent:
             self.kubeconfig,
             "--name",
             self.name,
+            # Off unless a test asks (extra_args): a fixed port 10250 would clash between tests.
+            *(
+                []
+                if any(a.startswith("--kubelet-port") for a in self.extra_args)
+                else ["--kubelet-port", "0"]
+            ),
             *self.extra_args,
         ]
         if take_over:

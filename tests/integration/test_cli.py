@@ -274,7 +274,18 @@ def test_a_node_name_given_for_one_node_is_used_as_given(
     server, kubeconfig = cluster
     client = EmbeddedClient(server)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "podstatus.cli", "node", "--name", "vn-bar", "--kubeconfig", str(kubeconfig)],
+        [
+            sys.executable,
+            "-m",
+            "podstatus.cli",
+            "node",
+            "--name",
+            "vn-bar",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--kubelet-port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -323,6 +334,8 @@ def test_a_provider_module_in_the_current_folder_and_bad_providers(
         [
             script,
             "node",
+            "--kubelet-port",
+            "0",
             "--name",
             "vn-mine",
             "--kubeconfig",
@@ -407,7 +420,7 @@ def test_verbose_after_the_command_and_every_json_line_is_json(
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "podstatus.cli", "node", "-v", "--name", "vn-json",
-            "--kubeconfig", str(kubeconfig), "--log-format", "json",
+            "--kubeconfig", str(kubeconfig), "--log-format", "json", "--kubelet-port", "0",
         ],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
     )  # fmt: skip

@@ -113,7 +113,7 @@ class NodeProcess:
     def __init__(self, env: dict[str, str], *args: str) -> None:
         # No --kubeconfig: the command follows $KUBECONFIG as kubectl does.
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "podstatus.cli", "node", *args],
+            [sys.executable, "-m", "podstatus.cli", "node", *args, "--kubelet-port", "0"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

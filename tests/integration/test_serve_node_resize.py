@@ -100,7 +100,7 @@ def cluster(tmp_path: Path) -> Iterator[dict[str, str]]:
         )
         node = subprocess.Popen(
             [sys.executable, "-m", "podstatus.cli", "node", "--name", "vn-1", "--provider", "respod:SmallNode",
-             "--cpu-manager-policy", "static"],
+             "--cpu-manager-policy", "static", "--kubelet-port", "0"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -33,6 +33,11 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condit
         time.sleep(0.1)
 
 
+def _no_kubelet_api(args: tuple[str, ...]) -> list[str]:
+    """Off unless the test asks for it: tests must not take the kubelet's port 10250."""
+    return list(args) if any(a.startswith("--kubelet-port") for a in args) else [*args, "--kubelet-port", "0"]
+
+
 class NodeProcess:
     """One ``python -m podstatus.cli node ...``; ``err()`` is its stderr so far."""
 
@@ -40,7 +45,7 @@ class NodeProcess:
         self.stderr_path = workdir / f"node-{time.monotonic_ns()}.err"
         self._stderr = self.stderr_path.open("w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "podstatus.cli", "node", *args],
+            [sys.executable, "-m", "podstatus.cli", "node", *_no_kubelet_api(args)],
             env=env,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import struct
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from kubeletkit import CapableProvider, client_context, issue_client_cert, status_of
+from kubeletkit import CapableProvider, build_kubeletclient, client_context, issue_client_cert, status_of
 from nodekit import make_agent, pod_manifest, wait_for
 
 from podstatus.clients.embedded import EmbeddedClient
@@ -50,6 +52,7 @@ class Node:
     anonymous_ssl: Any  # client context without one
     provider: Any
     client: EmbeddedClient
+    admin: tuple[bytes, bytes]  # the admin's client certificate and key (PEM)
 
 
 def _start(tmp_path: Path, provider: Any, name: str = "vn-1") -> Iterator[Node]:
@@ -77,6 +80,7 @@ def _start(tmp_path: Path, provider: Any, name: str = "vn-1") -> Iterator[Node]:
             client_context(api.tls.ca_pem, tmp_path),
             provider,
             client,
+            admin,
         )
     finally:
         agent.stop(timeout=2)
@@ -451,3 +455,70 @@ def test_a_provider_without_a_capability_gets_501_naming_node_and_capability(bar
     # Pods and health need no capability.
     assert get(bare, "/healthz") == (200, "ok")
     assert get(bare, "/pods")[0] == 200
+
+
+# --- client-go's own stream clients (what kubectl runs) ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kubeletclient() -> Path:
+    try:
+        return build_kubeletclient()
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+
+
+def _cert_files(n: Node, tmp_path: Path) -> tuple[str, str]:
+    crt, key = tmp_path / "admin.crt", tmp_path / "admin.key"
+    crt.write_bytes(n.admin[0])
+    key.write_bytes(n.admin[1])
+    return str(crt), str(key)
+
+
+def test_client_go_websocket_executor_runs_exec_with_stdin_and_exit_code(
+    node: Node, kubeletclient: Path, tmp_path: Path
+) -> None:
+    crt, key = _cert_files(node, tmp_path)
+    url = node.url + "/exec/default/web/app?command=cat&input=1&output=1&error=1"
+    done = subprocess.run(
+        [str(kubeletclient), "exec", url, crt, key],
+        input=b"through client-go\n",
+        capture_output=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, b"through client-go\n"), done.stderr
+    url = node.url + "/exec/default/web/app?command=fail&command=42&output=1&error=1"
+    done = subprocess.run([str(kubeletclient), "exec", url, crt, key], capture_output=True, timeout=60)
+    assert (done.returncode, done.stderr) == (42, b"failing\n")
+
+
+def test_client_go_port_forward_over_spdy_in_websocket(
+    node: Node, kubeletclient: Path, tmp_path: Path
+) -> None:
+    crt, key = _cert_files(node, tmp_path)
+    proc = subprocess.Popen(
+        [str(kubeletclient), "portforward", node.url + "/portForward/default/web", crt, key],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        local = int(proc.stdout.readline())
+        for attempt in range(2):  # two connections: two stream pairs on one SPDY connection
+            with socket.create_connection(("127.0.0.1", local), timeout=20) as conn:
+                conn.sendall(f"GET /{attempt} HTTP/1.0\r\n\r\n".encode())
+                conn.shutdown(socket.SHUT_WR)
+                got = b""
+                while chunk := conn.recv(4096):
+                    got += chunk
+            assert got == f"echo:GET /{attempt} HTTP/1.0\r\n\r\n".encode()
+        proc.stdin.close()
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()

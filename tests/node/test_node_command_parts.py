@@ -132,7 +132,7 @@ def _agents_built_by(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> list[A
     )
     monkeypatch.setattr(command, "NodeGroup", Group)
     with pytest.raises(_Stop):
-        main(argv)
+        main([*argv, "--kubelet-port", "0"])  # the kubelet's port 10250 stays free
     return built
 
 

@@ -144,7 +144,7 @@ def test_a_running_node_keeps_renewing_its_lease_across_a_serve_restart(
     args = ["--state-dir", str(tmp_path / "state")] if restart == "same-state-dir" else ["--ephemeral"]
     first = Serve(kubeconfig, port, *args)
     node = subprocess.Popen(
-        [sys.executable, "-m", "podstatus.cli", "node", "--kubeconfig", str(kubeconfig), "--name", "vr7"],
+        [sys.executable, "-m", "podstatus.cli", "node", "--kubeconfig", str(kubeconfig), "--name", "vr7", "--kubelet-port", "0"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     node_process.append(node)

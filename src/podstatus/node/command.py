@@ -208,6 +208,16 @@ def reach_address(base_url: str) -> str:
         return "127.0.0.1"
 
 
+def _enough_descriptors(wanted: int) -> None:
+    """Raise the soft open-files limit toward ``wanted`` (a socket per node; 1,024 is a common default)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        target = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
 def kubelet_api(args: argparse.Namespace, names: Sequence[str], base_url: str, reviewer: Any) -> Any:
     """The kubelet API server of this process with a socket per node, or None (--kubelet-port 0)."""
     if args.kubelet_port == 0:
@@ -239,6 +249,7 @@ def kubelet_api(args: argparse.Namespace, names: Sequence[str], base_url: str, r
         authorization=authorization,
         reviewer=reviewer if (args.authentication_token_webhook or authorization == "Webhook") else None,
     )
+    _enough_descriptors(len(names) + 1024)
     server = KubeletAPIServer(config)
     server.start(names)
     try:
@@ -586,31 +597,36 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     if not args.kubelet_mode:
         options["coalesce"] = args.coalesce
     runtime = shared_runtime(args.nodes)
-    api = kubelet_api(args, names, client.base_url, client)
+    api = kubelet_api(args, names, getattr(client, "base_url", ""), client)
     endpoints = api.endpoints() if api is not None else [None] * len(names)
-    agents = [
-        NodeAgent(
-            client,
-            providers[i],
-            name,
-            take_over=args.take_over,
-            manager_options=options,
-            events=args.events,
-            on_sync=metrics.observe_sync,
-            watch=False,
-            runtime=runtime,
-            heartbeat_client=heartbeat_client,
-            cpu_manager_policy=args.cpu_manager_policy,
-            # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
-            network=NodeNetwork.for_index(i),
-            kubelet_endpoint=endpoints[i],
-        )
-        for i, name in enumerate(names)
-    ]
-    if api is not None:
-        for agent, (_, port) in zip(agents, api.endpoints()):
-            api.set_agent(port, agent)
-    group = NodeGroup(client, agents, runtime=runtime)
+    try:
+        agents = [
+            NodeAgent(
+                client,
+                providers[i],
+                name,
+                take_over=args.take_over,
+                manager_options=options,
+                events=args.events,
+                on_sync=metrics.observe_sync,
+                watch=False,
+                runtime=runtime,
+                heartbeat_client=heartbeat_client,
+                cpu_manager_policy=args.cpu_manager_policy,
+                # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
+                network=NodeNetwork.for_index(i),
+                kubelet_endpoint=endpoints[i],
+            )
+            for i, name in enumerate(names)
+        ]
+        if api is not None:
+            for agent, (_, port) in zip(agents, api.endpoints()):
+                api.set_agent(port, agent)
+        group = NodeGroup(client, agents, runtime=runtime)
+    except BaseException:
+        if api is not None:
+            api.stop()
+        raise
     stop = guard.stopping
     guard.calls = runtime.calls
 

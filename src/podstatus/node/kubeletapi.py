@@ -46,6 +46,7 @@ import ssl
 import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from ..server.security import TlsMaterial, generate_tls, private_dir, server_context, write_private
+from . import spdy
 from .calls import DaemonPool
 from .capabilities import CAPABILITIES, ExecIO, LogOptions, Pipe, PortStream, TermSize, has_capability
 from .logs import log_fields
@@ -82,7 +84,9 @@ V4_BASE64 = "v4.base64.channel.k8s.io"
 V1 = "channel.k8s.io"
 V1_BASE64 = "base64.channel.k8s.io"
 EXEC_PROTOCOLS = (V5, V4, V4_BASE64, V1, V1_BASE64, "")
-PORT_FORWARD_PROTOCOLS = (V4, V4_BASE64, V1, V1_BASE64, "")
+# SPDY/3.1 tunnelled in WebSocket: what kubectl >= 1.31 asks for (see .spdy).
+TUNNEL = "SPDY/3.1+portforward.k8s.io"
+PORT_FORWARD_PROTOCOLS = (TUNNEL, V4, V4_BASE64, V1, V1_BASE64, "")
 _BASE64 = {V4_BASE64, V1_BASE64}
 _STATUS_ERRORS = {V5, V4, V4_BASE64}  # the error channel carries a metav1.Status (else text)
 
@@ -951,11 +955,14 @@ class KubeletAPIServer:
             if not 0 < port <= 65535:
                 raise HTTPFailure(400, f"port {port} must be > 0 and <= 65535")
             ports.append(port)
-        if not ports and request.headers.get("Upgrade", "").lower() == "websocket":
+        tunnel = TUNNEL in request.headers.get("Sec-WebSocket-Protocol", "")
+        if not ports and not tunnel and request.headers.get("Upgrade", "").lower() == "websocket":
             raise HTTPFailure(400, 'query parameter "port" is required')
         pod = self._pod(node, request)
         fn = self._capability(node, "port_forward")
         protocol = self._negotiate(request, PORT_FORWARD_PROTOCOLS)
+        if protocol == TUNNEL:
+            return await self._spdy_port_forward(request, node, pod, fn)
         ws = web.WebSocketResponse(protocols=[protocol] if protocol else (), max_msg_size=0)
         await ws.prepare(request)
         b64 = protocol in _BASE64
@@ -1005,6 +1012,119 @@ class KubeletAPIServer:
                 task.cancel()
             await ws.close()
         log_fields(log, logging.INFO, "port-forward ended", node=node.name, pod=pod.key())
+        return ws
+
+    async def _spdy_port_forward(
+        self, request: web.Request, node: _Node, pod: Any, fn: Callable[..., Any]
+    ) -> web.StreamResponse:
+        """port-forward over SPDY/3.1 in WebSocket: a stream pair (error, data) per connection."""
+        ws = web.WebSocketResponse(protocols=[TUNNEL], max_msg_size=0)
+        await ws.prepare(request)
+        codec = spdy.HeaderCodec()
+        reader = spdy.FrameReader(codec)
+        lock = asyncio.Lock()
+        ns, name = pod.metadata.namespace, pod.metadata.name
+        inbound: dict[int, Pipe] = {}  # data stream id -> what the caller sends on it
+        pairs: dict[str, dict[str, int]] = {}  # requestid -> streamtype -> stream id
+        ports: dict[str, int] = {}
+        tasks: list[asyncio.Future[Any]] = []
+        log_fields(log, logging.INFO, "port-forward (SPDY tunnel) started", node=node.name, pod=pod.key())
+
+        async def send(frame: bytes) -> None:
+            async with lock:  # header compression and frame order are per connection
+                await ws.send_bytes(frame)
+
+        async def reply(stream_id: int) -> None:
+            async with lock:
+                block = codec.encode({})
+                await ws.send_bytes(
+                    spdy.control_frame(spdy.SYN_REPLY, 0, struct.pack(">I", stream_id) + block)
+                )
+
+        async def forward(request_id: str) -> None:
+            pair, port = pairs[request_id], ports[request_id]
+            data_id, error_id = pair["data"], pair["error"]
+            stream = PortStream(port)
+            stream.inbound = inbound[data_id]
+
+            async def pump_out() -> None:
+                while chunk := await stream.outbound.read(32 * 1024):
+                    await send(spdy.data_frame(data_id, 0, chunk))
+
+            async def pump_errors() -> None:
+                while (message := await stream.errors.get()) is not None:
+                    await send(spdy.data_frame(error_id, 0, message.encode()))
+
+            out, errors = asyncio.ensure_future(pump_out()), asyncio.ensure_future(pump_errors())
+            try:
+                await self._call(fn, ns, name, port, stream)
+            except Exception as err:
+                stream.error(f"error forwarding port {port} to pod {ns}/{name}: {type(err).__name__}: {err}")
+            finally:
+                stream.close()
+                stream.errors.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.gather(out, errors), 10)
+                    # Both streams end as the kubelet ends them: closed (FIN), not reset.
+                    await send(spdy.data_frame(data_id, spdy.DATA_FIN, b""))
+                    await send(spdy.data_frame(error_id, spdy.DATA_FIN, b""))
+
+        try:
+            async for msg in ws:
+                if msg.type != WSMsgType.BINARY:
+                    continue
+                try:
+                    frames = reader.feed(msg.data)
+                except (ValueError, struct.error, zlib.error) as err:
+                    log_fields(
+                        log, logging.WARNING, "bad SPDY frame: closing", node=node.name, error=str(err)
+                    )
+                    break
+                for frame in frames:
+                    if frame.type == 0:
+                        pipe = inbound.get(frame.stream_id)
+                        if pipe is not None:
+                            pipe.write(frame.payload)
+                            if frame.flags & spdy.DATA_FIN:
+                                pipe.close()
+                    elif frame.type == spdy.SYN_STREAM:
+                        kind = frame.headers.get("streamtype", "")
+                        request_id = frame.headers.get("requestid", "")
+                        try:
+                            port = int(frame.headers.get("port", ""))
+                        except ValueError:
+                            port = 0
+                        if kind not in ("data", "error") or not 0 < port <= 65535:
+                            await send(
+                                spdy.control_frame(
+                                    spdy.RST_STREAM,
+                                    0,
+                                    struct.pack(">II", frame.stream_id, spdy.PROTOCOL_ERROR),
+                                )
+                            )
+                            continue
+                        await reply(frame.stream_id)
+                        if kind == "data":
+                            inbound[frame.stream_id] = Pipe()
+                        pairs.setdefault(request_id, {})[kind] = frame.stream_id
+                        ports[request_id] = port
+                        if len(pairs[request_id]) == 2:
+                            tasks.append(asyncio.ensure_future(forward(request_id)))
+                    elif frame.type == spdy.RST_STREAM:
+                        pipe = inbound.get(frame.stream_id)
+                        if pipe is not None:
+                            pipe.close()
+                    elif frame.type == spdy.PING:
+                        await send(spdy.control_frame(spdy.PING, 0, frame.payload[:4]))
+                    elif frame.type == spdy.GOAWAY:
+                        break
+        finally:
+            for pipe in inbound.values():
+                pipe.close()
+            for task in tasks:
+                task.cancel()
+            await ws.close()
+        log_fields(log, logging.INFO, "port-forward (SPDY tunnel) ended", node=node.name, pod=pod.key())
         return ws
 
     async def _forward_one(
