@@ -39,6 +39,7 @@ import pytest
 import yaml
 from cpkit import (
     BEHAVIOUR,
+    STABLE_NODE,
     TOLERATIONS,
     Agent,
     Cluster,
@@ -215,6 +216,8 @@ def test_kubectl_logs_tail_container_and_follow(
     assert len(tail.splitlines()) == 1, tail
     assert tail.strip() in kubectl(kc, "logs", "-n", ns, "web", "-c", "app").splitlines(), tail
     assert len(kubectl(kc, "logs", "-n", ns, "web", "-c", "app", "--tail=2").splitlines()) == 2
+    assert kubectl(kc, "logs", "-n", ns, "web", "-c", "app", "--limit-bytes=7") == out[:7]
+    assert kubectl(kc, "logs", "-n", ns, "web", "-c", "app", "--since-time=2999-01-01T00:00:00Z") == ""
     stamped = kubectl(kc, "logs", "-n", ns, "web", "-c", "app", "--timestamps", "--tail=1")
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z ", stamped), stamped
     # -f: the stream stays open and new lines arrive; deleting the pod ends the container and the stream.
@@ -298,6 +301,21 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
         if pipe is not None:
             with contextlib.suppress(OSError):
                 pipe.close()
+
+
+def test_exec_on_a_node_that_cannot_says_so_through_the_apiserver(
+    control_plane: ControlPlane, cluster: Cluster, ns: str, kubelet_node: KubeletNode
+) -> None:
+    """The suite's other nodes run without --sim-exec: exec is refused naming node and capability."""
+    manifest = web_pod("plain")
+    manifest["spec"]["nodeName"] = STABLE_NODE
+    running_pod(cluster, ns, manifest)
+    proc = kubectl_run(control_plane.kubeconfig, "exec", "-n", ns, "plain", "--", "true")
+    assert proc.returncode != 0
+    assert "exec is not supported" in proc.stderr and STABLE_NODE in proc.stderr, proc.stderr
+    assert "NotFound" not in proc.stderr and "could not find" not in proc.stderr, proc.stderr
+    # Its logs work all the same.
+    assert "starting app" in kubectl(control_plane.kubeconfig, "logs", "-n", ns, "plain")
 
 
 def _read_until(stream: Any, needle: bytes, *, timeout: float) -> bytes:
