@@ -104,6 +104,7 @@ class CapableProvider(FakeProvider):
         if name == "sleep":
             while not io.closed.is_set():
                 await asyncio.sleep(0.02)
+            self.exec_commands.append(["sleep ended: the caller went away"])
             return 0
         raise RuntimeError(f"no such command: {name}")
 

@@ -363,6 +363,24 @@ def test_attach_stdin_to_stdout_and_exit_code(node: Node) -> None:
     assert status_of(frames)["details"]["causes"][0]["message"] == "7"
 
 
+def test_a_caller_going_away_ends_the_command(node: Node) -> None:
+    async def go() -> None:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(
+                node.url + "/exec/default/web/app?command=sleep&output=1",
+                protocols=("v5.channel.k8s.io",),
+                ssl=node.ssl,
+            ) as ws,
+        ):
+            assert await ws.receive_bytes() == b"\x01"  # open; then leave
+
+    run(go())
+    wait_for(
+        lambda: ["sleep ended: the caller went away"] in node.provider.exec_commands, what="io.closed seen"
+    )
+
+
 def test_exec_request_errors(node: Node) -> None:
     # No stream asked for, no command, not a WebSocket, a protocol nobody speaks, unknown pod / container.
     assert get(node, "/exec/default/web/app?command=ls") == (

@@ -206,3 +206,39 @@ def test_format_time_is_rfc3339_nano_as_the_kubelet_writes_it() -> None:
     assert format_time(0.0) == "1970-01-01T00:00:00Z"
     assert format_time(1.5) == "1970-01-01T00:00:01.5Z"
     assert format_time(1.000123) == "1970-01-01T00:00:01.000123Z"
+
+
+def test_a_hundred_followers_get_their_lines_and_end_when_their_pods_are_deleted() -> None:
+    p = provider()
+    try:
+        names = [f"web-{i}" for i in range(100)]
+        for name in names:
+            p.create_pod(pod(name))
+
+        async def follow(name: str, started: asyncio.Event) -> bytes:
+            stream = p.get_container_logs("default", name, "app", LogOptions(follow=True, tail_lines=0))
+            assert not isinstance(stream, bytes)
+            out = b""
+            async for chunk in stream:
+                out += chunk
+                started.set()
+            return out
+
+        async def run() -> list[bytes]:
+            firsts = [asyncio.Event() for _ in names]
+            tasks = [asyncio.ensure_future(follow(n, e)) for n, e in zip(names, firsts, strict=True)]
+            await asyncio.sleep(0.1)  # every follower is waiting
+            for name in names:
+                sim = p.sim_pod(f"uid-{name}")
+                assert sim is not None and sim.containers[0].log is not None
+                sim.containers[0].log.write(f"hello {name}")
+            await asyncio.wait_for(asyncio.gather(*(e.wait() for e in firsts)), 10)
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(None, p.delete_pod, pod(n), 0) for n in names))
+            return await asyncio.wait_for(asyncio.gather(*tasks), 10)
+
+        outputs = asyncio.run(run())
+        for name, out in zip(names, outputs, strict=True):
+            assert out == f"hello {name}\nreceived SIGTERM, shutting down; exit code 0\n".encode()
+    finally:
+        p.close()

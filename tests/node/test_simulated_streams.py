@@ -63,7 +63,7 @@ def test_exec_runs_locally_in_the_containers_folder_with_its_env_and_exit_code(t
                 "default",
                 "web",
                 "app",
-                ["sh", "-c", 'echo "$GREETING $MY_POD"; pwd; echo oops >&2; exit 3'],
+                ["sh", "-c", 'echo "$GREETING $MY_POD"; pwd; echo "$HOME"; echo oops >&2; exit 3'],
                 io,
             )
         )
@@ -71,6 +71,7 @@ def test_exec_runs_locally_in_the_containers_folder_with_its_env_and_exit_code(t
         out = _drain(io.stdout).decode().splitlines()
         assert out[0] == "hello from the pod web"
         assert Path(out[1]) == tmp_path / "vn-1" / "default" / "web" / "app"
+        assert Path(out[2]) == Path(out[1])  # HOME is the container's folder as well
         assert _drain(io.stderr) == b"oops\n"
     finally:
         p.close()
@@ -220,3 +221,42 @@ def test_the_node_command_turns_local_exec_on_only_when_asked() -> None:
     finally:
         off.close()
         on.close()
+
+
+def test_local_exec_is_said_loudly_once_per_process(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    import logging
+
+    from podstatus.node import simulated
+
+    simulated._exec_warned = False  # as in a fresh process
+    caplog.set_level(logging.DEBUG, logger="podstatus.node.simulated")
+    quiet = provider()
+    loud = [provider(exec_locally=True, exec_root=str(tmp_path)) for _ in range(3)]
+    try:
+        said = [r for r in caplog.records if "runs commands locally" in r.getMessage()]
+        assert [r.levelno for r in said] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+        assert str(tmp_path) in said[0].getMessage()
+    finally:
+        for p in (quiet, *loud):
+            p.close()
+
+
+def test_ctrl_c_typed_on_the_terminal_interrupts_the_command(tmp_path: Path) -> None:
+    p = provider(exec_locally=True, exec_root=str(tmp_path))
+    try:
+        p.create_pod(pod("web"))
+        io = ExecIO(stdin=Pipe(), stdout=Pipe(), tty=True, resizes=Channel())
+        assert io.stdin is not None
+
+        async def session() -> int:
+            task = asyncio.ensure_future(p.run_in_container("default", "web", "app", ["sleep", "30"], io))
+            await asyncio.sleep(0.5)  # the command is running on the terminal
+            io.stdin.write(b"\x03")
+            return await asyncio.wait_for(task, 10)
+
+        assert asyncio.run(session()) == 128 + 2  # SIGINT, sent by the terminal to its foreground job
+        io = _io(tty=True)
+        assert asyncio.run(p.run_in_container("default", "web", "app", ["no-such-command-here"], io)) == 126
+        assert b'exec: "no-such-command-here"' in _drain(io.stdout)
+    finally:
+        p.close()

@@ -100,3 +100,36 @@ def test_the_nodes_counter_keeps_the_cpu_of_deleted_pods() -> None:
         assert after["node"]["cpu"]["usageCoreNanoSeconds"] >= before
     finally:
         p.close()
+
+
+def test_a_pod_taken_up_after_an_agent_restart_counts_from_its_real_start() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from podstatus.types import Pod
+
+    started = (datetime.now(UTC) - timedelta(hours=1)).replace(microsecond=0)
+    manifest = pod("web").to_dict()
+    manifest["status"] = {
+        "phase": "Running",
+        "containerStatuses": [
+            {
+                "name": "app",
+                "image": "nginx:1.27",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "containerID": "containerd://abc",
+                "state": {"running": {"startedAt": started.strftime("%Y-%m-%dT%H:%M:%SZ")}},
+            }
+        ],
+    }
+    p = provider()
+    try:
+        p.create_pod(Pod.from_dict(manifest))
+        (summary_pod,) = p.get_stats_summary()["pods"]
+        (app,) = summary_pod["containers"]
+        assert app["startTime"] == started.strftime("%Y-%m-%dT%H:%M:%SZ")
+        used = app["cpu"]["usageCoreNanoSeconds"]
+        assert 3600 * 1e6 < used < 3600 * 1e9  # more than a millicore for the hour, under a core
+    finally:
+        p.close()

@@ -186,6 +186,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "(default with --authentication-token-webhook); AlwaysAllow: every authenticated caller",
     )
     k.add_argument("--tls-cert-file", default=None, help="serving certificate (default: self-signed)")
+    k.add_argument(
+        "--rotate-server-certificates",
+        action="store_true",
+        help="request each node's serving certificate with a kubernetes.io/kubelet-serving CSR (someone "
+        "approves it) and renew it before it expires; self-signed until the first is issued",
+    )
     k.add_argument("--tls-private-key-file", default=None, help="key of --tls-cert-file")
     return p
 
@@ -247,7 +253,12 @@ def kubelet_api(args: argparse.Namespace, names: Sequence[str], base_url: str, r
         client_ca_pem=client_ca,
         token_webhook=args.authentication_token_webhook,
         authorization=authorization,
-        reviewer=reviewer if (args.authentication_token_webhook or authorization == "Webhook") else None,
+        reviewer=reviewer
+        if (
+            args.authentication_token_webhook or authorization == "Webhook" or args.rotate_server_certificates
+        )
+        else None,
+        rotate_server_certificates=args.rotate_server_certificates,
     )
     _enough_descriptors(len(names) + 1024)
     server = KubeletAPIServer(config)

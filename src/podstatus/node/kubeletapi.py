@@ -42,6 +42,7 @@ import datetime as dt
 import inspect
 import json
 import logging
+import shutil
 import ssl
 import struct
 import threading
@@ -58,6 +59,7 @@ from . import spdy
 from .calls import DaemonPool
 from .capabilities import CAPABILITIES, ExecIO, LogOptions, Pipe, PortStream, TermSize, has_capability
 from .logs import log_fields
+from .servingcert import ServingCertRotator
 
 __all__ = [
     "KubeletAPIConfig",
@@ -109,7 +111,9 @@ class KubeletAPIConfig:
     client certificates signed by it authenticate (CN the user, O the groups).
     ``token_webhook``: bearer tokens authenticate through a TokenReview. ``authorization``:
     ``"AlwaysAllow"`` or ``"Webhook"`` (SubjectAccessReview). ``reviewer``: the client the
-    reviews are created with (the agent's). ``stream_threads``: most provider calls (plain
+    reviews (and certificate requests) are created with (the agent's).
+    ``rotate_server_certificates``: each node asks for its serving certificate with a
+    ``kubernetes.io/kubelet-serving`` CSR and renews it (:mod:`.servingcert`). ``stream_threads``: most provider calls (plain
     methods) running at once; each stream holds one for its length.
     """
 
@@ -120,12 +124,17 @@ class KubeletAPIConfig:
     authorization: str = "AlwaysAllow"
     reviewer: Any = None
     stream_threads: int = 512
+    rotate_server_certificates: bool = False
+    csr_expiration_seconds: int | None = None
+    csr_renew_fraction: float = 0.8
 
     def __post_init__(self) -> None:
         if self.authorization not in ("AlwaysAllow", "Webhook"):
             raise ValueError(f"authorization must be AlwaysAllow or Webhook, got {self.authorization!r}")
-        if (self.token_webhook or self.authorization == "Webhook") and self.reviewer is None:
-            raise ValueError("a token or authorization webhook needs a reviewer (an API client)")
+        if (
+            self.token_webhook or self.authorization == "Webhook" or self.rotate_server_certificates
+        ) and self.reviewer is None:
+            raise ValueError("webhooks and certificate requests need a reviewer (an API client)")
 
 
 @dataclass
@@ -358,6 +367,7 @@ class KubeletAPIServer:
         self._token_cache: dict[str, tuple[float, _User | None]] = {}
         self._sar_cache: dict[tuple[Any, ...], tuple[float, bool]] = {}
         self.tls: TlsMaterial | None = None
+        self.rotators: dict[str, ServingCertRotator] = {}
         self.requests = 0
 
     # -- lifecycle ------------------------------------------------------------------
@@ -367,20 +377,7 @@ class KubeletAPIServer:
         if self._loop is not None:
             return
         self.tls = self.config.tls or generate_tls([self.config.address, *node_names])
-        context = server_context(self.tls)
-        if self.config.client_ca_pem:
-            folder = private_dir("podstatus-kubelet-ca-")
-            try:
-                ca = folder / "ca.crt"
-                write_private(ca, self.config.client_ca_pem)
-                context.load_verify_locations(cafile=str(ca))
-            finally:
-                import shutil
-
-                shutil.rmtree(folder, ignore_errors=True)
-            # Optional: a caller with a token, or none, still gets its 401 as an HTTP answer.
-            context.verify_mode = ssl.CERT_OPTIONAL
-        self._ssl = context
+        self._ssl = self._context()
         loop = asyncio.new_event_loop()
         ready = threading.Event()
 
@@ -394,6 +391,21 @@ class KubeletAPIServer:
         self._thread.start()
         ready.wait()
         self._call_soon(self._setup()).result(30)
+
+    def _context(self) -> ssl.SSLContext:
+        assert self.tls is not None
+        context = server_context(self.tls)
+        if self.config.client_ca_pem:
+            folder = private_dir("podstatus-kubelet-ca-")
+            try:
+                ca = folder / "ca.crt"
+                write_private(ca, self.config.client_ca_pem)
+                context.load_verify_locations(cafile=str(ca))
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+            # Optional: a caller with a token, or none, still gets its 401 as an HTTP answer.
+            context.verify_mode = ssl.CERT_OPTIONAL
+        return context
 
     def _call_soon(self, coro: Any) -> Any:
         assert self._loop is not None
@@ -429,14 +441,28 @@ class KubeletAPIServer:
 
     async def _add(self, node_name: str, port: int) -> tuple[str, int]:
         assert self._runner is not None
+        context = self._ssl
+        if self.config.rotate_server_certificates:
+            context = self._context()  # its own: the node's certificate goes into it
         site = web.TCPSite(
-            self._runner, self.config.address, port, ssl_context=self._ssl, backlog=128, reuse_address=True
+            self._runner, self.config.address, port, ssl_context=context, backlog=128, reuse_address=True
         )
         await site.start()
         server = site._server
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         bound = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
         self._nodes[bound] = _Node(node_name, bound, site=site)
+        if self.config.rotate_server_certificates and context is not None:
+            rotator = ServingCertRotator(
+                self.config.reviewer,
+                node_name,
+                self.config.address,
+                context,
+                renew_fraction=self.config.csr_renew_fraction,
+                expiration_seconds=self.config.csr_expiration_seconds,
+            )
+            self.rotators[node_name] = rotator
+            rotator.start()
         log_fields(
             log,
             logging.INFO,
@@ -458,6 +484,8 @@ class KubeletAPIServer:
         loop = self._loop
         if loop is None:
             return
+        for rotator in self.rotators.values():
+            rotator.stop()
         with contextlib.suppress(Exception):
             self._call_soon(self._cleanup()).result(10)
         loop.call_soon_threadsafe(loop.stop)
@@ -872,8 +900,11 @@ class KubeletAPIServer:
             if call not in done:
                 # The caller went away: tell the provider, give it a moment, and stop.
                 io.closed.set()
+                for pump in pumps:
+                    pump.cancel()
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(call), 5)
+                log_fields(log, logging.INFO, f"{kind} caller went away", node=node.name, pod=pod.key())
                 return ws
             code = call.result()
             status = _exit_status(code, command if kind == "exec" else None, protocol)

@@ -21,6 +21,7 @@ import logging
 import os
 import signal
 import struct
+import sys
 import termios
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,6 +38,21 @@ _HTTP_METHODS = (b"GET ", b"HEAD ", b"POST ", b"PUT ", b"DELETE ", b"PATCH ", b"
 _MAX_HEAD = 64 * 1024
 
 
+# Run in a new session on the pty: take it as the controlling terminal, then become the command.
+_CONTROLLING_TTY = """\
+import fcntl, os, sys, termios
+fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+try:
+    os.execvp(sys.argv[1], sys.argv[1:])
+except OSError as err:
+    sys.stderr.write(
+        "OCI runtime exec failed: exec failed: unable to start container process: "
+        f'exec: "{sys.argv[1]}": {err.strerror}: unknown\\r\\n'
+    )
+    sys.exit(126)
+"""
+
+
 class SimulatedError(Exception):
     """An answer of the simulated node's kubelet API other than success: ``status`` is the HTTP
     code the kubelet gives for it (404 no such pod, 400 not possible now, 501 not supported)."""
@@ -50,12 +66,9 @@ class SimulatedError(Exception):
 # -- exec -------------------------------------------------------------------------------------
 
 
-async def exec_locally(
-    command: list[str], folder: Path, env: Mapping[str, str], io: ExecIO, *, what: str
-) -> int:
+async def exec_locally(command: list[str], folder: Path, env: Mapping[str, str], io: ExecIO) -> int:
     """Run ``command`` in ``folder`` with ``env``; stream it through ``io``; its exit code."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log.info("simulated exec runs a local command %s folder=%s command=%s", what, folder, command[:1])
     if io.tty:
         return await _exec_tty(command, folder, env, io)
     try:
@@ -143,7 +156,14 @@ async def _exec_tty(command: list[str], folder: Path, env: Mapping[str, str], io
     if first is not None:
         _set_size(master, first)
     try:
+        # Through a shim that makes the pty its controlling terminal (subprocess cannot, short of
+        # preexec_fn, unsafe with threads): then Ctrl-C typed by the caller interrupts it.
         proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",  # the container's PYTHON* variables do not reach the shim
+            "-S",
+            "-c",
+            _CONTROLLING_TTY,
             *command,
             cwd=folder,
             env={"TERM": "xterm", **env},

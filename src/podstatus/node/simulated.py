@@ -44,6 +44,7 @@ from ..types import (
 from ..workloads import behaviour_of
 from . import simlogs, simstreams, simusage
 from .capabilities import ExecIO, LogOptions, PortStream
+from .logs import log_fields
 from .network import PodIPPool
 from .provider import NodeDescription, PodNotifier
 from .resize import allocation_of_pod, same_resources
@@ -63,6 +64,8 @@ _STEPS_AT_ONCE = 64
 def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
+
+_exec_warned = False  # said once that simulated exec runs commands locally
 
 # What a container prints as it ends, by behaviour, and now and then while it runs.
 _SIGTERM = "received SIGTERM, shutting down"
@@ -260,7 +263,11 @@ class SimulatedProvider:
         self.exec_locally = exec_locally
         self.exec_root = Path(exec_root) if exec_root else Path(tempfile.gettempdir()) / "podstatus-sim-exec"
         if exec_locally:
-            log.warning(
+            # Once per process at warning (a thousand nodes are not a thousand warnings).
+            global _exec_warned
+            level, _exec_warned = (logging.DEBUG if _exec_warned else logging.WARNING), True
+            log.log(
+                level,
                 "simulated exec runs commands locally node=%s folder=%s",
                 node_name or "-",
                 self.exec_root,
@@ -463,9 +470,18 @@ class SimulatedProvider:
             / _safe(pod)
             / _safe(container)
         )
-        return await simstreams.exec_locally(
-            command, folder, env, io, what=f"pod={namespace}/{pod} container={container}"
+        log_fields(
+            log,
+            logging.INFO,
+            "simulated exec runs a local command",
+            node=self.node_name,
+            pod=f"{namespace}/{pod}",
+            container=container,
+            folder=str(folder),
+            command=command[0],
         )
+        # What a command writes to ~ stays in the container's folder too.
+        return await simstreams.exec_locally(command, folder, {"HOME": str(folder), **env}, io)
 
     async def attach_to_container(self, namespace: str, pod: str, container: str, io: ExecIO) -> int | None:
         """The container's output from now on; what is typed, printed back (see simstreams)."""
@@ -602,7 +618,6 @@ class SimulatedProvider:
         env = {
             "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
             "HOSTNAME": sim.pod.name,
-            "HOME": "/root",
         }
         fields = {
             "metadata.name": sim.pod.name,
@@ -683,6 +698,8 @@ class SimulatedProvider:
             if cs.state.running is not None:
                 c.state = "running"
                 c.started_at = cs.state.running.started_at
+                # Its usage goes on from its real start, not from the epoch.
+                c.started_clock = c.started_at.timestamp() if c.started_at is not None else time.time()
             elif cs.state.terminated is not None:
                 t = cs.state.terminated
                 c.state, c.exit_code, c.started_at, c.finished_at = (
@@ -797,7 +814,6 @@ class SimulatedProvider:
         c.container_id = self._cid(sim, c)
         c.ready = False
         c.started = False
-        c.profile = None
         c.cpu_segments = c.segment_age = 0.0
         if c.log is not None:
             c.log.close()
