@@ -34,6 +34,8 @@ class CapableProvider(FakeProvider):
         self._logs_ended = False
         self.follow_closed = threading.Event()
         self.exec_commands: list[list[str]] = []
+        self.max_buffered = 0
+        self.received: list[int] = []  # bytes the slow reader (port 82) got, per connection
 
     # -- logs (plain method: bytes, or a generator when following) ---------------------
 
@@ -118,6 +120,15 @@ class CapableProvider(FakeProvider):
     # -- port-forward (async def): an echo on port 80, refused elsewhere ---------------
 
     async def port_forward(self, namespace: str, pod: str, port: int, stream: PortStream) -> None:
+        if port == 82:
+            # A slow reader: what piles up before it reads is what the server buffered.
+            await asyncio.sleep(0.5)
+            total = 0
+            while chunk := await stream.read(1 << 20):
+                self.max_buffered = max(self.max_buffered, stream.inbound.buffered + len(chunk))
+                total += len(chunk)
+            self.received.append(total)
+            return
         if port != 80:
             stream.error(f"connection refused on port {port}")
             return

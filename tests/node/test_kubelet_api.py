@@ -22,6 +22,7 @@ from nodekit import make_agent, pod_manifest, wait_for
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.node import FakeProvider, NodeAgent
 from podstatus.node.kubeletapi import (
+    INBOUND_LIMIT,
     KubeletAPIConfig,
     KubeletAPIServer,
     metrics_from_summary,
@@ -443,6 +444,30 @@ def test_port_forward_channels_carry_the_port_and_the_data(node: Node) -> None:
     data, errors = run(go())
     assert b"".join(data) == b"echo:GET / HTTP/1.0\r\n\r\n"
     assert b"".join(errors) == b"connection refused on port 81"
+
+
+def test_port_forward_holds_a_fast_sender_back_and_loses_nothing(node: Node) -> None:
+    chunk, count = b"x" * (512 << 10), 40  # 20 MiB to a provider that waits before reading
+
+    async def go() -> bytes:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(
+                node.url + "/portForward/default/web?port=82", protocols=("v4.channel.k8s.io",), ssl=node.ssl
+            ) as ws,
+        ):
+            async with asyncio.timeout(60):
+                for _ in range(2):
+                    await ws.receive_bytes()  # the port on both channels
+                for _ in range(count):
+                    await ws.send_bytes(b"\x00" + chunk)
+                await ws.close()
+                return b""
+
+    run(go())
+    wait_for(lambda: node.provider.received, timeout=30, what="the provider read to the end")
+    assert node.provider.received == [len(chunk) * count]
+    assert node.provider.max_buffered <= INBOUND_LIMIT + 2 * len(chunk), node.provider.max_buffered
 
 
 def test_port_forward_errors(node: Node) -> None:

@@ -173,6 +173,8 @@ class Pipe:
                 chunk = chunk[:room]
             out += chunk
         self._size -= len(out)
+        if out:
+            self._w.wake()  # a writer waiting in wait_below may go on
         return bytes(out)
 
     def read_blocking(self, n: int = 65536, timeout: float | None = None) -> bytes:
@@ -187,6 +189,16 @@ class Pipe:
             with self._w.cond:
                 if self._chunks or self._eof:
                     return self._take(n)
+                waiter = self._w.future()
+            await waiter
+
+    async def wait_below(self, limit: int) -> None:
+        """Wait until at most ``limit`` bytes are buffered (or the pipe is closed): back-pressure
+        for a writer that reads from a network peer faster than the reader consumes."""
+        while True:
+            with self._w.cond:
+                if self._size <= limit or self._eof:
+                    return
                 waiter = self._w.future()
             await waiter
 

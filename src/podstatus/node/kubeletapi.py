@@ -39,6 +39,7 @@ import base64
 import binascii
 import contextlib
 import datetime as dt
+import hashlib
 import inspect
 import json
 import logging
@@ -91,6 +92,9 @@ TUNNEL = "SPDY/3.1+portforward.k8s.io"
 PORT_FORWARD_PROTOCOLS = (TUNNEL, V4, V4_BASE64, V1, V1_BASE64, "")
 _BASE64 = {V4_BASE64, V1_BASE64}
 _STATUS_ERRORS = {V5, V4, V4_BASE64}  # the error channel carries a metav1.Status (else text)
+# Bytes a caller may send ahead of the provider (stdin, port-forward data) before its frames
+# are no longer read: TCP then slows the caller down instead of memory growing.
+INBOUND_LIMIT = 4 << 20
 
 
 class HTTPFailure(Exception):
@@ -558,7 +562,8 @@ class KubeletAPIServer:
 
     async def _token_user(self, token: str) -> _User | None:
         now = time.monotonic()
-        cached = self._token_cache.get(token)
+        key = hashlib.sha256(token.encode()).hexdigest()  # the cache holds no token itself
+        cached = self._token_cache.get(key)
         if cached is not None and cached[0] > now:
             return cached[1]
         review = {
@@ -581,7 +586,7 @@ class KubeletAPIServer:
                 str(info.get("uid", "")),
                 dict(info.get("extra") or {}),
             )
-        self._token_cache[token] = (now + (TOKEN_TTL if user else DENIED_TTL), user)
+        self._token_cache[key] = (now + (TOKEN_TTL if user else DENIED_TTL), user)
         if len(self._token_cache) > 4096:
             self._token_cache = {k: v for k, v in self._token_cache.items() if v[0] > now}
         return user
@@ -911,7 +916,7 @@ class KubeletAPIServer:
         except Exception as err:
             status = {"metadata": {}, "status": "Failure", "message": f"{kind} failed: {err}"}
         finally:
-            for pipe in (io.stdout, io.stderr):
+            for pipe in (io.stdout, io.stderr, io.stdin):
                 if pipe is not None:
                     pipe.close()
         with contextlib.suppress(Exception):
@@ -966,6 +971,7 @@ class KubeletAPIServer:
                     continue
                 if data[0] == STDIN and io.stdin is not None:
                     io.stdin.write(data[1:])
+                    await io.stdin.wait_below(INBOUND_LIMIT)
                 elif data[0] == RESIZE:
                     with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
                         size = json.loads(data[1:])
@@ -1034,11 +1040,16 @@ class KubeletAPIServer:
                     continue
                 if len(data) < 1 or data[0] % 2 or data[0] // 2 >= len(streams):
                     continue
-                streams[data[0] // 2].inbound.write(data[1:])
+                inbound = streams[data[0] // 2].inbound
+                inbound.write(data[1:])
+                await inbound.wait_below(INBOUND_LIMIT)
         finally:
             for stream in streams:
                 stream.closed.set()
                 stream.inbound.close()
+            # What the caller sent before it left is still read: a moment for the provider.
+            if tasks:
+                await asyncio.wait(tasks, timeout=5)
             for task in tasks:
                 task.cancel()
             await ws.close()
@@ -1093,6 +1104,7 @@ class KubeletAPIServer:
                 stream.error(f"error forwarding port {port} to pod {ns}/{name}: {type(err).__name__}: {err}")
             finally:
                 stream.close()
+                stream.inbound.close()  # nobody reads it any more: a caller waiting to send goes on
                 stream.errors.close()
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.gather(out, errors), 10)
@@ -1118,6 +1130,7 @@ class KubeletAPIServer:
                             pipe.write(frame.payload)
                             if frame.flags & spdy.DATA_FIN:
                                 pipe.close()
+                            await pipe.wait_below(INBOUND_LIMIT)
                     elif frame.type == spdy.SYN_STREAM:
                         kind = frame.headers.get("streamtype", "")
                         request_id = frame.headers.get("requestid", "")
@@ -1152,6 +1165,8 @@ class KubeletAPIServer:
         finally:
             for pipe in inbound.values():
                 pipe.close()
+            if tasks:
+                await asyncio.wait(tasks, timeout=5)
             for task in tasks:
                 task.cancel()
             await ws.close()
@@ -1185,6 +1200,7 @@ class KubeletAPIServer:
             )
         finally:
             stream.close()
+            stream.inbound.close()  # nobody reads it any more: a caller waiting to send goes on
             stream.errors.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.gather(out, errors), 10)
