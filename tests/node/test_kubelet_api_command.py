@@ -71,7 +71,7 @@ def test_each_node_of_a_process_answers_on_its_own_port(
             ((got := {n["metadata"]["name"]: n for n in http_api.list_nodes()[0]}).keys() >= {"kn-1", "kn-2"})
             and got
         ),
-        timeout=30,
+        timeout=60,
         what="two nodes registered",
     )
     for i, name in enumerate(("kn-1", "kn-2")):
@@ -91,7 +91,7 @@ def test_each_node_of_a_process_answers_on_its_own_port(
         assert status == 200, body
         return [p["metadata"]["name"] for p in json.loads(body)["items"]]
 
-    wait_for(lambda: pods(base + 1) == ["only-on-2"], timeout=20, what="the pod on kn-2's kubelet API")
+    wait_for(lambda: pods(base + 1) == ["only-on-2"], timeout=60, what="the pod on kn-2's kubelet API")
     assert pods(base) == []
     for i, name in enumerate(("kn-1", "kn-2")):
         status, body = fetch(f"https://127.0.0.1:{base + i}/stats/summary", admin)
