@@ -78,8 +78,11 @@ statusoracle: $(STAMP)
 # (one binary, cached in ~/.cache/podstatus-apiserver), then runs the integration suite against the
 # apiserver alone and the control-plane suite against the whole control plane + `podstatus node`,
 # and thousands of differential sequences against the upstream status manager (tests/statusoracle).
+# metrics-server v0.8.0 (Go module proxy, cached in ~/.cache/podstatus-metrics-server) scrapes the
+# nodes' kubelet API in that suite.
 test-apiserver: $(STAMP)
 	tests/apiserver/start --build-only
+	$(PY) tests/controlplane_suite/metrics_server.py
 	$(PY) -m pytest -q -m apiserver tests/apiserver_suite
 	$(PY) -m pytest -q -m apiserver tests/controlplane_suite
 	$(PY) -m pytest -q -m apiserver tests/test_status_oracle.py

@@ -30,6 +30,7 @@ from cpkit import (
     AGENT_USER,
     DEPLOY,
     FLAKY_NODE,
+    KUBELET_CLIENT_CA,
     NODE_MONITOR_GRACE,
     NODE_MONITOR_PERIOD,
     STABLE_NODE,
@@ -103,6 +104,7 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         "--audit-log-mode=blocking",
     ]
     with running(cmd, what="the control plane", start_timeout=START_TIMEOUT, stop_timeout=90) as info:
+        KUBELET_CLIENT_CA[:] = [Path(info["WORKDIR"], "pki", "ca.crt")]
         yield ControlPlane(info, audit_log)
 
 

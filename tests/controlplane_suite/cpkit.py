@@ -8,6 +8,7 @@ for polling, ``kubectl`` (the pinned one in the venv) where a user would type it
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -292,8 +293,26 @@ def restart_counts(pod: dict[str, Any]) -> dict[str, int]:
     }
 
 
+# The CA kube-apiserver's kubelet client certificate is signed by (the fixture's pki/ca.crt); set by
+# conftest once the control plane runs. Every agent trusts it, as a kubelet trusts its --client-ca-file.
+KUBELET_CLIENT_CA: list[Path] = []
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 class Agent:
-    """One ``podstatus node`` process serving one virtual node, logging to a file (appended over restarts)."""
+    """One ``podstatus node`` process serving one virtual node, logging to a file (appended over restarts).
+
+    Its kubelet API listens on a port of its own (kept over restarts, so the Node's
+    daemonEndpoints stay right): several agents on one host cannot all have 10250.
+    """
 
     def __init__(self, name: str, kubeconfig: str, log_path: Path, extra_args: Iterable[str] = ()) -> None:
         self.name = name
@@ -302,6 +321,12 @@ class Agent:
         self.extra_args = list(extra_args)
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.kubelet_port: int | None = None
+        if "--kubelet-port" not in self.extra_args and agent_supports("--kubelet-port"):
+            self.kubelet_port = free_port()
+            self.extra_args += ["--kubelet-port", str(self.kubelet_port)]
+            if KUBELET_CLIENT_CA:
+                self.extra_args += ["--kubelet-client-ca", str(KUBELET_CLIENT_CA[0])]
 
     def command(self, *, take_over: bool = False) -> list[str]:
         cmd = [
@@ -380,10 +405,15 @@ class Agents:
 
 def agent_supports(flag: str) -> bool:
     """Whether ``podstatus node --help`` lists ``flag``."""
+    return flag in _node_help()
+
+
+@functools.cache
+def _node_help() -> str:
     proc = subprocess.run(
         [podstatus_bin(), "node", "--help"], capture_output=True, text=True, timeout=60, check=False
     )
-    return flag in proc.stdout
+    return proc.stdout
 
 
 def is_condition_taint(taint: dict[str, Any]) -> bool:

@@ -38,6 +38,9 @@ MUST = [
     ("get", "leases.coordination.k8s.io", "kube-node-lease"),
     ("create", "leases.coordination.k8s.io", "kube-node-lease"),
     ("update", "leases.coordination.k8s.io", "kube-node-lease"),
+    # The kubelet API's token webhook and Webhook authorization.
+    ("create", "tokenreviews.authentication.k8s.io", None),
+    ("create", "subjectaccessreviews.authorization.k8s.io", None),
 ]
 
 # What the agent must NOT be able to do: a node agent that could do these would be a

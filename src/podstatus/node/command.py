@@ -543,8 +543,8 @@ class StopGuard:
             wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
             if self._sigwait:
                 info = signal.sigtimedwait(STOP_SIGNALS, wait)
-                # Only SIGINT/SIGTERM stop: a SIGSTOP/SIGCONT pair (a paused machine, a debugger)
-                # can wake the wait with a siginfo whose si_signo is garbage.
+                # After SIGSTOP/SIGCONT, CPython's sigtimedwait can answer a siginfo of garbage
+                # (the interrupted call's): only a stop signal stops the node.
                 if info is not None and info.si_signo in STOP_SIGNALS:
                     self.signal(info.si_signo)
                 elif info is not None:
