@@ -1,4 +1,4 @@
-"""``podstatus node --nodes 2 --kubelet-port P``: every node's kubelet API on its own port
+"""``podstatus node --nodes 2 --kubelet-port P``: every node's kubelet API on its own address and port
 (P, P+1), each answering for its own node, its Node pointing there. The real command against
 the embedded API server on loopback."""
 
@@ -74,10 +74,13 @@ def test_each_node_of_a_process_answers_on_its_own_port(
         timeout=60,
         what="two nodes registered",
     )
+    # On loopback each node has an address of its own (127.0.0.1, 127.0.0.2), and its own port.
+    address = {"kn-1": "127.0.0.1", "kn-2": "127.0.0.2"}
     for i, name in enumerate(("kn-1", "kn-2")):
         status = nodes[name]["status"]
         assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == base + i
-        assert {"type": "InternalIP", "address": "127.0.0.1"} in status["addresses"]
+        internal = [a["address"] for a in status["addresses"] if a["type"] == "InternalIP"]
+        assert internal == [address[name]], status["addresses"]
         assert "ExtendWebSocketsToKubelet" in status["declaredFeatures"]
     http_api.create_pod(pod_body("only-on-2", "kn-2", tolerations=TOLERATE))
 
@@ -86,18 +89,20 @@ def test_each_node_of_a_process_answers_on_its_own_port(
     admin = client_context(server_pem.encode(), tmp_path, issue_client_cert(ca_pem, ca_key, "admin"))
     anonymous = client_context(server_pem.encode(), tmp_path)
 
-    def pods(port: int) -> list[str]:
-        status, body = fetch(f"https://127.0.0.1:{port}/pods", admin)
+    def pods(host: str, port: int) -> list[str]:
+        status, body = fetch(f"https://{host}:{port}/pods", admin)
         assert status == 200, body
         return [p["metadata"]["name"] for p in json.loads(body)["items"]]
 
-    wait_for(lambda: pods(base + 1) == ["only-on-2"], timeout=60, what="the pod on kn-2's kubelet API")
-    assert pods(base) == []
+    wait_for(
+        lambda: pods("127.0.0.2", base + 1) == ["only-on-2"], timeout=60, what="the pod on kn-2's kubelet API"
+    )
+    assert pods("127.0.0.1", base) == []
     for i, name in enumerate(("kn-1", "kn-2")):
-        status, body = fetch(f"https://127.0.0.1:{base + i}/stats/summary", admin)
+        status, body = fetch(f"https://{address[name]}:{base + i}/stats/summary", admin)
         assert status == 200 and json.loads(body)["node"]["nodeName"] == name
     assert fetch(f"https://127.0.0.1:{base}/pods", anonymous) == (401, "Unauthorized")
-    status, text = fetch(f"https://127.0.0.1:{base + 1}/containerLogs/default/only-on-2/app", admin)
+    status, text = fetch(f"https://127.0.0.2:{base + 1}/containerLogs/default/only-on-2/app", admin)
     assert (status, text.splitlines()[-1]) == (200, "app line 5")
     node.signal(signal.SIGTERM)
     code, _, _ = node.wait(30)

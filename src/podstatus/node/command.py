@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import ipaddress
 import json
 import logging
 import os
@@ -291,15 +292,33 @@ def kubelet_api(args: argparse.Namespace, names: Sequence[str], base_url: str, r
         rotate_server_certificates=args.rotate_server_certificates,
     )
     _enough_descriptors(len(names) + 1024)
+    addresses = node_addresses(config.address, len(names))
     server = KubeletAPIServer(config)
-    server.start(names)
+    server.start(names, addresses)
     try:
         for i, name in enumerate(names):
-            server.add_node(name, args.kubelet_port + i)
+            server.add_node(name, args.kubelet_port + i, addresses[i])
     except OSError as err:
         server.stop()
         raise ValueError(f"kubelet API: cannot listen on {config.address}: {err}") from err
     return server
+
+
+def node_addresses(address: str, count: int) -> list[str]:
+    """Each node's address: on IPv4 loopback its own (127.0.0.1, .2, ... every one of 127/8 answers
+    on Linux), so no two nodes of a process share an InternalIP; any other address is this host's
+    one, shared, the nodes told apart by their ports."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return [address] * count
+    if (
+        ip.version == 4
+        and ip.is_loopback
+        and int(ip) + count - 1 <= int(ipaddress.IPv4Address("127.255.255.254"))
+    ):
+        return [str(ip + i) for i in range(count)]
+    return [address] * count
 
 
 DEFAULT_NAME = "vn"

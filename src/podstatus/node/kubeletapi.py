@@ -147,6 +147,7 @@ class _Node:
     port: int
     agent: Any = None
     site: Any = None
+    address: str = ""
 
 
 @dataclass
@@ -376,11 +377,12 @@ class KubeletAPIServer:
 
     # -- lifecycle ------------------------------------------------------------------
 
-    def start(self, node_names: Sequence[str] = ()) -> None:
-        """Start the event loop; the serving certificate covers ``address`` and ``node_names``."""
+    def start(self, node_names: Sequence[str] = (), addresses: Sequence[str] = ()) -> None:
+        """Start the event loop; the serving certificate covers the addresses and ``node_names``."""
         if self._loop is not None:
             return
-        self.tls = self.config.tls or generate_tls([self.config.address, *node_names])
+        hosts = list(dict.fromkeys([self.config.address, *addresses]))
+        self.tls = self.config.tls or generate_tls([*hosts, *node_names])
         self._ssl = self._context()
         loop = asyncio.new_event_loop()
         ready = threading.Event()
@@ -438,29 +440,30 @@ class KubeletAPIServer:
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
 
-    def add_node(self, node_name: str, port: int = 0) -> tuple[str, int]:
-        """Listen for ``node_name`` on ``port`` (0: any free one); returns (address, port)."""
-        result: tuple[str, int] = self._call_soon(self._add(node_name, port)).result(30)
+    def add_node(self, node_name: str, port: int = 0, address: str | None = None) -> tuple[str, int]:
+        """Listen for ``node_name`` on ``address`` (default the configured one) and ``port`` (0: any
+        free one); returns (address, port)."""
+        result: tuple[str, int] = self._call_soon(
+            self._add(node_name, port, address or self.config.address)
+        ).result(30)
         return result
 
-    async def _add(self, node_name: str, port: int) -> tuple[str, int]:
+    async def _add(self, node_name: str, port: int, address: str) -> tuple[str, int]:
         assert self._runner is not None
         context = self._ssl
         if self.config.rotate_server_certificates:
             context = self._context()  # its own: the node's certificate goes into it
-        site = web.TCPSite(
-            self._runner, self.config.address, port, ssl_context=context, backlog=128, reuse_address=True
-        )
+        site = web.TCPSite(self._runner, address, port, ssl_context=context, backlog=128, reuse_address=True)
         await site.start()
         server = site._server
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         bound = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-        self._nodes[bound] = _Node(node_name, bound, site=site)
+        self._nodes[bound] = _Node(node_name, bound, site=site, address=address)
         if self.config.rotate_server_certificates and context is not None:
             rotator = ServingCertRotator(
                 self.config.reviewer,
                 node_name,
-                self.config.address,
+                address,
                 context,
                 renew_fraction=self.config.csr_renew_fraction,
                 expiration_seconds=self.config.csr_expiration_seconds,
@@ -472,14 +475,14 @@ class KubeletAPIServer:
             logging.INFO,
             "kubelet API listening",
             node=node_name,
-            address=self.config.address,
+            address=address,
             port=bound,
         )
-        return self.config.address, bound
+        return address, bound
 
     def endpoints(self) -> list[tuple[str, int]]:
         """(address, port) of every node, in the order they were added."""
-        return [(self.config.address, node.port) for node in self._nodes.values()]
+        return [(node.address or self.config.address, node.port) for node in self._nodes.values()]
 
     def set_agent(self, port: int, agent: Any) -> None:
         self._nodes[port].agent = agent
