@@ -48,6 +48,7 @@ from .errors import (
 from .manager import Manager, SyncRecord
 from .node.command import node_names, shared_runtime
 from .node.heartbeat import LEASE_NAMESPACE, lease_info, node_system_info
+from .node.network import simulation_network
 from .node.provider import NodeDescription
 from .node.simulated import SimContainer, SimPod, SimulatedProvider, Timings
 from .podmanager import BasicPodManager
@@ -467,6 +468,8 @@ class Simulation:
                 on_sync=self._on_sync,
                 on_event=self.checker.observe_event,
                 events=events,
+                # Each node its own InternalIP and pod CIDR, pod IPs from it: none shared.
+                network=simulation_network(i),
                 **options,
             )
             for i, name in enumerate(self.node_names)

@@ -158,3 +158,41 @@ def test_nodes_must_be_at_least_one(capsys: pytest.CaptureFixture[str]) -> None:
         simulated_node_names("x", 0)
     with pytest.raises(ValueError, match="at least one node"):
         Simulation(None, [], nodes=[])
+
+
+def test_each_simulated_node_has_its_own_address_cidr_and_pod_ips(server: EmbeddedApiServer) -> None:
+    # Issue 22.6 for `simulate --nodes N`: no node shares an InternalIP or a pod CIDR, and each
+    # pod's IP comes from its node's CIDR, none given twice.
+    import ipaddress
+
+    names = simulated_node_names("ips", 3)
+    client = HttpKubeClient(server.url)
+    sim = Simulation(
+        client,
+        builtin_mix(12, seed=5),
+        nodes=names,
+        duration=4.0,
+        delete_fraction=0.0,
+        recreate=False,
+        seed=5,
+        timings=QUICK,
+    )
+    try:
+        result = sim.run()
+        assert result.ok, result.failures()
+        nodes = {n["metadata"]["name"]: n for n in client.list_nodes()[0]}
+        internal = {
+            name: next(a["address"] for a in nodes[name]["status"]["addresses"] if a["type"] == "InternalIP")
+            for name in names
+        }
+        cidrs = {name: ipaddress.ip_network(nodes[name]["spec"]["podCIDR"]) for name in names}
+        assert len(set(internal.values())) == 3, internal
+        assert len(set(cidrs.values())) == 3, cidrs
+        ips: list[str] = []
+        for pod in client.list_pods()[0]:
+            if pod.status.pod_ip:
+                assert ipaddress.ip_address(pod.status.pod_ip) in cidrs[pod.spec.node_name], pod.status.pod_ip
+                ips.append(pod.status.pod_ip)
+        assert len(ips) >= 6 and len(ips) == len(set(ips)), ips
+    finally:
+        client.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-__all__ = ["NodeNetwork", "PodIPPool"]
+__all__ = ["NodeNetwork", "PodIPPool", "simulation_network"]
 
 _NODE_BASE = int(ipaddress.IPv4Address("10.20.0.1"))
 _NODE_COUNT = 65534  # hosts of 10.20.0.0/16
@@ -39,6 +39,24 @@ class NodeNetwork:
         ip = ipaddress.IPv4Address(_NODE_BASE + index % _NODE_COUNT)
         block = ipaddress.IPv4Network((_POD_BASE + (index % _POD_BLOCKS) * 256, _POD_PREFIX))
         return cls(internal_ip=str(ip), pod_cidr=str(block))
+
+
+_SIM_POD_BASE = int(ipaddress.IPv4Address("10.64.0.0"))
+_SIM_POD_PREFIX = 18  # 16,382 pod IPs: room for a simulated node's 10,000 pods
+_SIM_POD_BLOCKS = 256  # 10.64.0.0/18 .. 10.127.192.0/18
+
+
+def simulation_network(index: int) -> NodeNetwork:
+    """The plan of ``podstatus simulate``'s ``index``-th node: its own InternalIP (as
+    :meth:`NodeNetwork.for_index`) and a /18 pod CIDR from 10.64.0.0, since a simulated node
+    takes up to 10,000 pods (a /24 holds 253); distinct for 256 nodes."""
+    if index < 0:
+        raise ValueError("index must be at least 0")
+    ip = ipaddress.IPv4Address(_NODE_BASE + index % _NODE_COUNT)
+    block = ipaddress.IPv4Network(
+        (_SIM_POD_BASE + (index % _SIM_POD_BLOCKS) * (1 << (32 - _SIM_POD_PREFIX)), _SIM_POD_PREFIX)
+    )
+    return NodeNetwork(internal_ip=str(ip), pod_cidr=str(block))
 
 
 class PodIPPool:
