@@ -239,3 +239,8 @@ def test_podstatus_kubelet_api_listens_on_free_ports_not_10250() -> None:
     for port in range(base, base + 5):
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))
+
+
+def test_the_kubelet_api_can_be_left_off_to_measure_its_cost() -> None:
+    cmd = harness.PodstatusContender(kubelet_api=False).command("k.conf", 5)
+    assert cmd[cmd.index("--kubelet-port") + 1] == "0"

@@ -503,9 +503,11 @@ class PodstatusContender(Contender):
         self,
         provider: str | None = "bench.scale.provider:InstantProvider",
         events: str = DEFAULT_PODSTATUS_EVENTS,
+        kubelet_api: bool = True,
     ) -> None:
         self.provider = provider
         self.events = events
+        self.kubelet_api = kubelet_api
 
     @staticmethod
     def available() -> bool:
@@ -522,7 +524,7 @@ class PodstatusContender(Contender):
         cmd += ["--nodes", str(nodes), "--name", name, "--events", self.events]
         # The kubelet API stays on (its cost is part of the run), on ports free on this machine
         # rather than 10250.. which another run or a test may hold.
-        cmd += ["--kubelet-port", str(free_port_range(nodes))]
+        cmd += ["--kubelet-port", str(free_port_range(nodes)) if self.kubelet_api else "0"]
         if self.provider:
             cmd += ["--provider", self.provider]
         return cmd
@@ -1479,6 +1481,12 @@ def main(argv: list[str] | None = None) -> int:
         "all measures the kubelet's full Event trail)",
     )
     parser.add_argument(
+        "--podstatus-kubelet-api",
+        choices=("on", "off"),
+        default="on",
+        help="serve the kubelet API on every node (on, the default) or not (off: what it costs, side by side)",
+    )
+    parser.add_argument(
         "--scheduled-sizes",
         default="",
         help="NODESxPODS,... to run once more with kube-scheduler placing the pods (start --control-plane)",
@@ -1515,7 +1523,11 @@ def main(argv: list[str] | None = None) -> int:
                 contender: Contender = (
                     KwokContender()
                     if name == "kwok"
-                    else PodstatusContender(args.podstatus_provider or None, args.podstatus_events)
+                    else PodstatusContender(
+                        args.podstatus_provider or None,
+                        args.podstatus_events,
+                        kubelet_api=args.podstatus_kubelet_api == "on",
+                    )
                 )
             except (RuntimeError, OSError, subprocess.CalledProcessError) as err:
                 notes.append((label, f"not run, {err}"))
