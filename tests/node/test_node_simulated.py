@@ -5,20 +5,10 @@ from __future__ import annotations
 import threading
 import time
 
+from simkit import ZERO
+
 from podstatus.node import SimulatedProvider, Timings
 from podstatus.types import Pod, PodStatus
-
-ZERO = Timings(
-    image_pull=(0.0, 0.0),
-    init_run=(0.0, 0.0),
-    startup=(0.0, 0.0),
-    readiness=(0.0, 0.0),
-    job_run=(0.0, 0.0),
-    crash_run=(0.0, 0.0),
-    crash_backoff=0.0,
-    crash_backoff_max=0.0,
-    stop=(0.0, 0.0),
-)
 
 
 class Recorder:

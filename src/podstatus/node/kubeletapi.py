@@ -275,43 +275,31 @@ def metrics_from_summary(summary: dict[str, Any] | None) -> str:
     """
     samples: dict[str, list[str]] = {name: [] for name, _, _ in _METRICS_HELP}
     error = summary is None
-    node = (summary or {}).get("node") or {}
-    cpu, mem = node.get("cpu") or {}, node.get("memory") or {}
-    if "usageCoreNanoSeconds" in cpu:
-        samples["node_cpu_usage_seconds_total"].append(
-            f"node_cpu_usage_seconds_total {_num(cpu['usageCoreNanoSeconds'] / 1e9)}{_millis(cpu.get('time'))}"
-        )
-    if "workingSetBytes" in mem:
-        samples["node_memory_working_set_bytes"].append(
-            f"node_memory_working_set_bytes {_num(mem['workingSetBytes'])}{_millis(mem.get('time'))}"
-        )
+
+    def usage(prefix: str, labels: str, stats: dict[str, Any]) -> dict[str, Any]:
+        """The cpu and working-set samples of one node, pod or container; its cpu stats back."""
+        cpu, mem = stats.get("cpu") or {}, stats.get("memory") or {}
+        series = f"{{{labels}}}" if labels else ""
+        if "usageCoreNanoSeconds" in cpu:
+            samples[f"{prefix}_cpu_usage_seconds_total"].append(
+                f"{prefix}_cpu_usage_seconds_total{series} "
+                f"{_num(cpu['usageCoreNanoSeconds'] / 1e9)}{_millis(cpu.get('time'))}"
+            )
+        if "workingSetBytes" in mem:
+            samples[f"{prefix}_memory_working_set_bytes"].append(
+                f"{prefix}_memory_working_set_bytes{series} "
+                f"{_num(mem['workingSetBytes'])}{_millis(mem.get('time'))}"
+            )
+        return cpu
+
+    usage("node", "", (summary or {}).get("node") or {})
     for pod in (summary or {}).get("pods") or ():
         ref = pod.get("podRef") or {}
         pod_labels = f'namespace="{_label(ref.get("namespace", ""))}",pod="{_label(ref.get("name", ""))}"'
-        pcpu, pmem = pod.get("cpu") or {}, pod.get("memory") or {}
-        if "usageCoreNanoSeconds" in pcpu:
-            samples["pod_cpu_usage_seconds_total"].append(
-                f"pod_cpu_usage_seconds_total{{{pod_labels}}} "
-                f"{_num(pcpu['usageCoreNanoSeconds'] / 1e9)}{_millis(pcpu.get('time'))}"
-            )
-        if "workingSetBytes" in pmem:
-            samples["pod_memory_working_set_bytes"].append(
-                f"pod_memory_working_set_bytes{{{pod_labels}}} "
-                f"{_num(pmem['workingSetBytes'])}{_millis(pmem.get('time'))}"
-            )
+        usage("pod", pod_labels, pod)
         for c in pod.get("containers") or ():
             labels = f'container="{_label(c.get("name", ""))}",{pod_labels}'
-            ccpu, cmem = c.get("cpu") or {}, c.get("memory") or {}
-            if "usageCoreNanoSeconds" in ccpu:
-                samples["container_cpu_usage_seconds_total"].append(
-                    f"container_cpu_usage_seconds_total{{{labels}}} "
-                    f"{_num(ccpu['usageCoreNanoSeconds'] / 1e9)}{_millis(ccpu.get('time'))}"
-                )
-            if "workingSetBytes" in cmem:
-                samples["container_memory_working_set_bytes"].append(
-                    f"container_memory_working_set_bytes{{{labels}}} "
-                    f"{_num(cmem['workingSetBytes'])}{_millis(cmem.get('time'))}"
-                )
+            ccpu = usage("container", labels, c)
             if c.get("startTime"):
                 with contextlib.suppress(ValueError):
                     start = _rfc3339(str(c["startTime"])).timestamp()
