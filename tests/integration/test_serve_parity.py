@@ -22,7 +22,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from podstatus.server import EmbeddedApiServer
-from podstatus.server.store import Store
+from podstatus.server.storage.store import Store
 from testkit import kubectl_path
 
 KUBECTL = kubectl_path()

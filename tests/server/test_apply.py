@@ -1,4 +1,4 @@
-"""managedFields and server-side apply in the embedded server's store (podstatus.server.apply)."""
+"""managedFields and server-side apply in the embedded server's store (podstatus.server.fieldmanager.apply)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from podstatus.errors import ApiError, BadRequestError, ConflictError, NotFoundError, UnprocessableEntityError
-from podstatus.server import apply as A
-from podstatus.server.store import Store, WriteOptions
+from podstatus.server.fieldmanager import apply as A
+from podstatus.server.storage.objects import WriteOptions
+from podstatus.server.storage.store import Store
 
 CONFIG = """\
 apiVersion: v1

@@ -7,7 +7,7 @@ import pytest
 from podstatus.clients.base import KubeClient
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.errors import ConflictError, NotFoundError
-from podstatus.server.store import Store
+from podstatus.server.storage.store import Store
 from podstatus.types import Pod
 
 POD = {

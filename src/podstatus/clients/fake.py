@@ -34,7 +34,7 @@ from ..types import Pod
 from .base import RequestCounter
 
 if TYPE_CHECKING:
-    from ..server.store import Store
+    from ..server.storage.store import Store
 
 __all__ = ["FakeKubeClient", "FakeNodeClient", "Request", "RequestHook"]
 
@@ -411,7 +411,7 @@ class FakeNodeClient(_Recorder):
     """An in-memory :class:`~podstatus.clients.base.NodeClient` that records every request.
 
     For tests of a node agent (STYLE 10). Requests are served by an
-    embedded :class:`~podstatus.server.store.Store` (``store``, made when not
+    embedded :class:`~podstatus.server.storage.store.Store` (``store``, made when not
     given), so they mean what they mean on the embedded API server:
     validation, resourceVersion preconditions, Event conversion, watch events.
     Each request is recorded in :attr:`requests` as ``(verb, resource,
@@ -425,7 +425,7 @@ class FakeNodeClient(_Recorder):
     def __init__(self, store: Store | None = None, *, counter: RequestCounter | None = None) -> None:
         super().__init__(counter)
         # Imported here: the server package imports this one's base module.
-        from ..server.store import Store
+        from ..server.storage.store import Store
         from .embedded import EmbeddedClient
 
         self.store = store if store is not None else Store()

@@ -35,11 +35,17 @@ import msgspec
 
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
-from . import apply as _apply
-from . import bodies, discovery, metricsapi, negotiation, reviews, schema, security
+from . import bodies, discovery, metricsapi, negotiation, reviews, security
 from .audit import AuditLog
+from .fieldmanager import apply as _apply
+from .fieldmanager import schema
 from .proxy import KubeletClientConfig, KubeletProxy, Takeover
-from .store import RESOURCES, Event, FieldError, Store, Stored, Watch, bad_request, conflict
+from .registry.pods import bind
+from .storage.errors import FieldError, bad_request, conflict
+from .storage.objects import Event, Stored
+from .storage.store import Store
+from .storage.strategy import RESOURCES
+from .storage.watch import Watch
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -687,7 +693,7 @@ class ApiHandler:
         node = target.get("name") if isinstance(target, dict) else None
         if not isinstance(node, str) or not node:
             raise bad_request("invalid Binding: target.name is required")
-        self.store.bind(namespace, name, node)
+        bind(self.store, namespace, name, node)
         return Response.json(201, _SUCCESS_201)
 
     def _evict(self, req: Request, namespace: str, name: str) -> Response:

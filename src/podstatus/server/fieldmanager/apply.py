@@ -3,7 +3,7 @@
 kube-apiserver keeps, on every object, who set which field: one ``managedFields``
 entry per (manager, operation, subresource) with the field set it owns. This module
 does the same, with the rules of k8s.io/apimachinery's field manager (v0.37) and
-sigs.k8s.io/structured-merge-diff (see :mod:`podstatus.server.fieldsets`):
+sigs.k8s.io/structured-merge-diff (see :mod:`podstatus.server.fieldmanager.fieldsets`):
 
 - An **update** (create, PUT, any patch) gives its manager the fields it added or
   changed, compared with the live object, and takes them from every other manager; a
@@ -39,8 +39,10 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConflictError, UnprocessableEntityError, status_body
-from . import fieldschema, yamlbounds
+from ...errors import ApiError, ConflictError, UnprocessableEntityError, status_body
+from .. import yamlbounds
+from ..storage.errors import bad_request
+from . import fieldschema
 from . import fieldsets as fs
 from .fieldsets import FieldSetError, Node, Schema
 
@@ -514,8 +516,6 @@ def _conflict_error(managers: Managers, conflicts: Mapping[tuple[str, str, str, 
 
 
 def _bad_request(message: str) -> Exception:
-    from .store import bad_request  # the store words errors; imported late (it imports this module)
-
     return bad_request(message)
 
 
@@ -725,8 +725,6 @@ def group_version(api_version: str) -> str:
 
 def _internal(message: str) -> Exception:
     """A 500 as the real server answers an error the field manager did not type: no reason."""
-    from ..errors import ApiError
-
     body = status_body(500, "", message)
     del body["reason"]
     return ApiError(message, code=500, reason="", status=body)

@@ -1,0 +1,205 @@
+"""Pods: their strategy (create, update, status, resize), graceful deletion, binding and eviction.
+
+As kube-apiserver's pkg/registry/core/pod (strategy.go, storage/storage.go): pods are typed
+(:class:`~podstatus.types.Pod`) and stored as the API server prints them; a create starts them
+Pending with their QoS class; an update may change only what ``ValidatePodUpdate`` allows;
+``pods/status`` keeps the spec and validates as ``ValidatePodStatusUpdate``; ``pods/resize``
+is :mod:`.podresize`; a bound, unfinished pod is deleted gracefully. The rules themselves are
+the pure functions of :mod:`.podrules`.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import msgspec
+
+from ...errors import ForbiddenError, status_body
+from ...patch import POD_MERGE_KEYS
+from ...types import InvalidObjectError, Pod
+from ..storage.errors import FieldError, bad_request, conflict, invalid
+from ..storage.objects import Stored
+from ..storage.store import Store
+from ..storage.strategy import Lookup, ResourceInfo, Strategy, register
+from . import podresize, podrules
+
+__all__ = ["PODS", "PodStrategy", "bind"]
+
+_decode = msgspec.json.decode
+
+
+class PodStrategy(Strategy):
+    """podStrategy, podStatusStrategy and podResizeStrategy of kube-apiserver v1.37.2."""
+
+    subresources = ("resize",)
+    graceful = True
+
+    def admitted_fields(self, obj: dict[str, Any]) -> tuple[str, ...]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return ()
+        return tuple(k for k in podrules.ADMITTED_SPEC if k not in spec)
+
+    def prepare_create(self, obj: dict[str, Any], errors: builtins.list[FieldError]) -> None:
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            podrules.default_pod_spec(spec)
+            podrules.default_tolerations(spec)
+        # The real server starts every pod Pending; a status in the body is dropped.
+        obj["status"] = {"phase": "Pending"}
+        self.decode(obj, 400)
+        obj["status"]["qosClass"] = podrules.qos_class(spec)
+        podrules.validate_pod_spec(spec, errors)
+        obj["metadata"]["generation"] = 1
+
+    def prepare_update(
+        self,
+        old: dict[str, Any],
+        obj: dict[str, Any],
+        subresource: str | None,
+        errors: builtins.list[FieldError],
+    ) -> None:
+        meta = obj["metadata"]
+        if subresource == "status":
+            # podStatusStrategy: ownerReferences stay too, the QoS class is backfilled.
+            old_meta = old["metadata"]
+            if "ownerReferences" in old_meta:
+                meta["ownerReferences"] = old_meta["ownerReferences"]
+            else:
+                meta.pop("ownerReferences", None)
+            status = obj.get("status")
+            if isinstance(status, dict):
+                status = obj["status"] = dict(status)
+                old_qos = (old.get("status") or {}).get("qosClass")
+                if not status.get("qosClass") and old_qos:
+                    status["qosClass"] = old_qos
+                podrules.convert_pod_ips(status)
+                podrules.default_conditions(status)
+        elif not subresource:
+            spec = obj.get("spec")
+            spec = obj["spec"] = dict(spec) if isinstance(spec, dict) else {}
+            podrules.default_pod_spec(spec)
+            podrules.default_tolerations(spec)
+            podrules.check_spec_update(spec, old.get("spec") or {}, meta, errors)
+
+    def prepare_subresource(
+        self,
+        subresource: str,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        meta: dict[str, Any],
+        errors: builtins.list[FieldError],
+    ) -> dict[str, Any]:
+        spec = new.get("spec")
+        if isinstance(spec, dict):
+            spec = dict(spec)
+            podrules.default_pod_spec(spec)
+            new = dict(new, spec=spec)
+        obj = podresize.prepare(old, new, meta)
+        errors.extend(FieldError(*e) for e in podresize.validate(old, obj))
+        return obj
+
+    def decode(self, obj: dict[str, Any], bad: int) -> Pod:
+        """The pod typed as the API declares it; ``bad`` is the code for a failure."""
+        try:
+            return Pod.from_dict(obj)
+        except InvalidObjectError as err:
+            if bad == 400:
+                raise bad_request(f'Pod in version "v1" cannot be handled as a Pod: {err}') from None
+            name = str(obj["metadata"].get("name", ""))
+            raise invalid(
+                "Pod", name, [FieldError(err.path or "<root>", "Invalid value", None, str(err))]
+            ) from None
+
+    def validate_update(
+        self,
+        old: dict[str, Any],
+        obj: dict[str, Any],
+        subresource: str | None,
+        errors: builtins.list[FieldError],
+        *,
+        strict: bool,
+    ) -> None:
+        if subresource == "status":
+            podrules.validate_pod_status(old, obj, errors, strict=strict)
+
+    def admit_update(
+        self, name: str, old: dict[str, Any], obj: dict[str, Any], subresource: str | None, lookup: Lookup
+    ) -> None:
+        if subresource == "resize":
+            _admit_resize(name, old, obj, lookup)
+
+    def printed(self, obj: dict[str, Any], typed: Any, live: dict[str, Any] | None) -> dict[str, Any]:
+        """The pod as it will be stored (printed from its decoded form, as the real server prints
+        it). Parts equal to the live object's are taken from it: only changed parts are printed."""
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            old = live.get(key) if live is not None else None
+            if old is not None and (old is value or old == value):
+                out[key] = old
+            elif key in ("metadata", "spec", "status"):
+                out[key] = _decode(getattr(typed, key).to_json())
+            else:
+                out[key] = value
+        return out
+
+    def with_managed_fields(self, typed: Any, entries: builtins.list[Any]) -> Any:
+        pod: Pod = typed
+        return pod.replace(metadata=pod.metadata.replace(managed_fields=entries or None))
+
+    def encode(self, typed: Any, rv: int) -> tuple[dict[str, Any], bytes]:
+        pod: Pod = typed
+        raw = pod.replace(metadata=pod.metadata.replace(resource_version=str(rv))).to_json()
+        return _decode(raw), raw
+
+    def unchanged(self, typed: Any, current: Stored, obj: dict[str, Any], old: dict[str, Any]) -> bool:
+        return bool(typed == current.pod)
+
+    def grace_period(self, obj: dict[str, Any], requested: int | None) -> int:
+        """CheckGracefulDelete: the requested or the spec's period; unscheduled or finished pods go at once."""
+        spec = obj.get("spec") or {}
+        if requested is not None:
+            period = requested
+        else:
+            period = int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+        if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in podrules.TERMINAL:
+            period = 0
+        return period if period >= 0 else 1
+
+
+def _admit_resize(name: str, old: dict[str, Any], obj: dict[str, Any], lookup: Lookup) -> None:
+    """The validating admission kube-apiserver runs on a resize: 403 as it words it."""
+    node_name = (obj.get("spec") or {}).get("nodeName")
+    node = lookup(NODES_KEY, node_name) if isinstance(node_name, str) else None
+    refused = podresize.admission_error(old, obj, node)
+    if refused is None:
+        return
+    why, cause = refused
+    message = f'pods "{name}" is forbidden: {why}'
+    details: dict[str, Any] = {"name": name, "kind": "pods"}
+    if cause:
+        details["causes"] = [{"reason": cause}]
+    raise ForbiddenError(message, status=status_body(403, "Forbidden", message, **details))
+
+
+# The resource a resize's admission reads the node from.
+NODES_KEY = "nodes"
+
+PODS = register(
+    ResourceInfo("pods", "Pod", namespaced=True, merge_keys=POD_MERGE_KEYS, strategy=PodStrategy())
+)
+
+
+def bind(store: Store, namespace: str, name: str, node_name: str) -> Stored:
+    """Set ``spec.nodeName`` of an unbound pod (the ``pods/binding`` subresource, BindingREST)."""
+
+    def assign(obj: dict[str, Any]) -> None:
+        spec = obj.get("spec") or {}
+        if spec.get("nodeName"):
+            raise conflict(
+                "pods/binding", name, f'pod {name} is already assigned to node "{spec["nodeName"]}"'
+            )
+        obj["spec"] = dict(spec, nodeName=node_name)
+
+    return store.guaranteed_update(PODS.key, namespace, name, assign)
