@@ -42,7 +42,7 @@ class Strategy:
     ttl: float | None = None
     # Subresources written through prepare_subresource (besides status, which every kind with one has).
     subresources: tuple[str, ...] = ()
-    # The resource's name in etcd keys, when it differs from the resource (nodes are "minions").
+    # The resource's name in etcd keys, when it differs from the resource (kube-apiserver keeps nodes as minions).
     storage_path = ""
     # Whether this resource holds the namespaces that namespaced objects must be created in.
     holds_namespaces = False
