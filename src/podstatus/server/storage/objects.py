@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,32 @@ class _Head(msgspec.Struct):
     """The metadata of an object's JSON, decoded without the rest."""
 
     metadata: dict[str, Any] = {}
+
+
+class _MetaView(msgspec.Struct):
+    """What a :class:`Stored` keeps of the metadata (the rest of the JSON is skipped, not built)."""
+
+    name: Any = msgspec.UNSET
+    namespace: Any = msgspec.UNSET
+    uid: Any = msgspec.UNSET
+    labels: Any = msgspec.UNSET
+
+
+def _given(view: msgspec.Struct) -> dict[str, Any]:
+    return {k: v for k in view.__struct_fields__ if (v := getattr(view, k)) is not msgspec.UNSET}
+
+
+@functools.cache
+def _view_decoder(kind: str) -> msgspec.json.Decoder[Any]:
+    """A decoder of only what a Stored of ``kind`` keeps: its metadata head and selected fields."""
+    fields: list[tuple[str, Any, Any]] = [("metadata", _MetaView, msgspec.field(default_factory=_MetaView))]
+    for key, below in SELECTED_FIELDS.get(kind, {}).items():
+        if below is None:
+            fields.append((key, Any, msgspec.UNSET))
+        else:
+            part = msgspec.defstruct(f"_{kind}_{key}", [(k, Any, msgspec.UNSET) for k in below])
+            fields.append((key, part | None, msgspec.UNSET))
+    return msgspec.json.Decoder(msgspec.defstruct(f"_{kind}View", fields))
 
 
 def _selection(obj: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
@@ -68,6 +95,19 @@ class Stored:
         self.namespace = str(meta.get("namespace") or "")
         self.uid = str(meta.get("uid", ""))
         self.sel = _selection(obj, meta)
+
+    @classmethod
+    def from_json(cls, kind: str, raw: bytes, typed: bool, rv: int) -> Stored:
+        """The version whose JSON is ``raw`` (an object of ``kind``), without decoding it whole:
+        only the metadata head and the selected fields are read (the write that made ``raw``
+        decoded its object once already)."""
+        view = _view_decoder(kind).decode(raw)
+        obj: dict[str, Any] = {"kind": kind, "metadata": _given(view.metadata)}
+        for key in SELECTED_FIELDS.get(kind, {}):
+            value = getattr(view, key)
+            if value is not msgspec.UNSET and value is not None:
+                obj[key] = _given(value) if isinstance(value, msgspec.Struct) else value
+        return cls(obj, raw, typed, rv)
 
     @property
     def obj(self) -> dict[str, Any]:

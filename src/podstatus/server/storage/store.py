@@ -586,11 +586,10 @@ class Store:
         with self._lock:
             self._maybe_reap()
             current = self._current(info, namespace, name)
-            base = current.obj
-            converts = info.strategy.converts
-            if converts:
-                # The patch is written against this resource's wire form.
-                base = info.view(current).obj
+            # Decoded once for the whole write: the patch engine copies what it changes.
+            cur = current.obj
+            # The patch is written against this resource's wire form.
+            base = info.view(current).obj if info.strategy.converts else cur
             if subresource == "status" and kind != JSON_PATCH:
                 # Only metadata and status of the result are used: the patch engine need not
                 # copy the spec (the status strategy keeps the stored one).
@@ -628,7 +627,7 @@ class Store:
             with self._dry(opts):
                 written = self._write(
                     info, namespace or "", current, result, subresource, bad=422, patch=True,
-                    tracker=self._update_tracker(field_manager, subresource),
+                    tracker=self._update_tracker(field_manager, subresource), cur=cur,
                 )  # fmt: skip
             return info.view(written)
 
@@ -867,10 +866,13 @@ class Store:
         bad: int,
         patch: bool = False,
         tracker: _apply.Tracker | None = None,
+        cur: dict[str, Any] | None = None,
     ) -> Stored:
-        """Shared by update and patch: preconditions, strategy, validation, commit (lock held)."""
+        """Shared by update and patch: preconditions, strategy, validation, commit (lock held).
+        ``cur``: ``current.obj`` when the caller decoded it already (it is not changed)."""
         name = current.name
-        cur = current.obj
+        if cur is None:
+            cur = current.obj
         cur_meta = cur["metadata"]
         given_meta = new.get("metadata")
         meta = dict(given_meta) if isinstance(given_meta, dict) else {}
@@ -1039,8 +1041,7 @@ class Store:
         if typed is None:
             obj["metadata"]["resourceVersion"] = str(rv)
             return Stored(obj, _encode(obj), None, rv)
-        wire, raw = info.strategy.encode(typed, rv)
-        return Stored(wire, raw, True, rv)
+        return Stored.from_json(info.kind, info.strategy.encode(typed, rv), True, rv)
 
     # -- graceful deletion deadlines ---------------------------------------------------
 

@@ -132,8 +132,8 @@ class Strategy:
         """``typed`` with these managedFields entries."""
         return typed
 
-    def encode(self, typed: Any, rv: int) -> tuple[dict[str, Any], bytes]:
-        """The stored wire dict and JSON of a typed object at resourceVersion ``rv``."""
+    def encode(self, typed: Any, rv: int) -> bytes:
+        """The stored JSON of a typed object at resourceVersion ``rv``."""
         raise NotImplementedError
 
     def unchanged(self, typed: Any, current: Stored, obj: dict[str, Any], old: dict[str, Any]) -> bool:
