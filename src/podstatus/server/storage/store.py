@@ -19,7 +19,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import heapq
-import json
 import logging
 import random
 import threading
@@ -34,34 +33,25 @@ from ...errors import (
     ApiError,
     MethodNotAllowedError,
     NotFoundError,
-    UnprocessableEntityError,
     UnsupportedMediaTypeError,
     status_body,
 )
-from ...patch import PatchError, apply_json_merge_patch, apply_json_patch, apply_strategic_merge_patch
 from ..fieldmanager import apply as _apply
 from ..fieldmanager import schema
 from ..selectors import FieldSelector, LabelSelector
 from .decoding import (
     APPLY_PATCH,
-    JSON_MERGE_PATCH,
-    JSON_PATCH,
-    PATCH_TYPES,
     STRATEGIC_MERGE_PATCH,
     check_namespace,
     decode_body,
-    decode_error,
     decode_patched,
     kind_key,
-    mentions_managed_fields,
     private_copy,
 )
 from .errors import (
-    MODIFIED,
     FieldError,
     already_exists,
     bad_request,
-    conflict,
     delete_conflict,
     invalid,
     not_found,
@@ -75,8 +65,10 @@ from .listing import (
     list_expired,
     list_key,
 )
-from .meta import MAX_TIMESTAMP, SERVER_META, check_labels, parse_rfc3339, rfc3339
+from .meta import MAX_TIMESTAMP, parse_rfc3339, rfc3339
 from .objects import Event, History, Stored, WriteOptions
+from .patching import decode_patch, patch_kind, patched
+from .rest import before_create, before_update
 from .strategy import RESOURCES, ResourceInfo
 from .watch import Watch, matches, parse_selectors
 
@@ -100,12 +92,6 @@ def _dry_run_result(stored: Stored, rv: int) -> Stored:
     obj = stored.obj
     obj["metadata"].pop("resourceVersion", None)
     return Stored(obj, _encode(obj), stored.is_pod, rv)
-
-
-def _registry_key(info: ResourceInfo, ns: str, name: str) -> str:
-    """Where kube-apiserver keeps the object in etcd (it shows in some error messages)."""
-    resource = info.strategy.storage_path or info.name
-    return f"/registry/{resource}/{ns}/{name}" if info.namespaced else f"/registry/{resource}/{name}"
 
 
 # kube-apiserver v1.37.2's watch cache (k8s.io/apiserver pkg/storage/cacher): a resource keeps at
@@ -436,17 +422,7 @@ class Store:
         check_namespace(info, namespace, meta)
         name = meta.get("name") or ""
         generate = meta.get("generateName") or ""
-        errors: builtins.list[FieldError] = []
-        if not name and not generate:
-            errors.append(
-                FieldError("metadata.name", "Required value", detail="name or generateName is required")
-            )
-        elif name:
-            strategy.check_name(name, errors)
-        check_labels(meta, errors)
-        for key in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
-            meta.pop(key, None)
-        requested = meta.pop("managedFields", None)
+        errors, requested = before_create(info, meta)
         if not strategy.track_create:
             tracker = None
         elif tracker is None and field_manager is not None and self._managed_fields:
@@ -552,8 +528,8 @@ class Store:
         """
         info = self._info(resource)
         self._check_subresource(info, subresource)
-        kind = PATCH_TYPES.get(patch_type.split(";")[0].strip().lower())
-        if kind is None and patch_type.split(";")[0].strip().lower() in (APPLY_PATCH, "apply"):
+        kind = patch_kind(patch_type)
+        if kind == APPLY_PATCH:
             if isinstance(patch, list):
                 raise bad_request("an apply patch must be an object")
             return self.apply(
@@ -566,23 +542,7 @@ class Store:
                 subresource=subresource,
                 options=options,
             )[0]
-        if kind is None:
-            if patch_type.startswith(APPLY_PATCH):
-                message = "server-side apply (application/apply-patch+yaml) is not supported by this server"
-                status = status_body(415, "UnsupportedMediaType", message)
-            else:
-                # As kube-apiserver words it for a patch type it does not know (with empty details).
-                message = "415: Unsupported Media Type"
-                status = status_body(415, "UnsupportedMediaType", message)
-                status["details"] = {}
-            raise UnsupportedMediaTypeError(message, status=status)
-        if isinstance(patch, bytes | bytearray | memoryview | str):
-            try:
-                data: Any = _decode(patch)
-            except (msgspec.DecodeError, RecursionError) as err:
-                raise bad_request(f"error decoding patch: {decode_error(err)}") from None
-        else:
-            data = patch
+        data = decode_patch(patch)
         with self._lock:
             self._maybe_reap()
             current = self._current(info, namespace, name)
@@ -590,36 +550,7 @@ class Store:
             cur = current.obj
             # The patch is written against this resource's wire form.
             base = info.view(current).obj if info.strategy.converts else cur
-            if subresource == "status" and kind != JSON_PATCH:
-                # Only metadata and status of the result are used: the patch engine need not
-                # copy the spec (the status strategy keeps the stored one).
-                base = {k: v for k, v in base.items() if k != "spec"}
-            if (
-                kind != JSON_PATCH
-                and "managedFields" in base["metadata"]
-                and not mentions_managed_fields(data)
-            ):
-                # Nor the managed fields, which the write keeps (or recomputes) anyway.
-                meta = {k: v for k, v in base["metadata"].items() if k != "managedFields"}
-                base = dict(base, metadata=meta)
-            try:
-                if kind == STRATEGIC_MERGE_PATCH:
-                    if not isinstance(data, dict):
-                        raise PatchError("a strategic merge patch must be a JSON object")
-                    result = apply_strategic_merge_patch(base, data, merge_keys=info.merge_keys)
-                elif kind == JSON_MERGE_PATCH:
-                    if not isinstance(data, dict):
-                        raise PatchError("a JSON merge patch must be a JSON object")
-                    result = apply_json_merge_patch(base, data)
-                else:
-                    result = apply_json_patch(base, data)
-            except PatchError as err:
-                message = str(err)
-                raise UnprocessableEntityError(message, status=status_body(422, "Invalid", message)) from None
-            if not isinstance(result, dict) or not isinstance(result.get("metadata", {}), dict):
-                message = "the patched object is not a JSON object with metadata"
-                raise UnprocessableEntityError(message, status=status_body(422, "Invalid", message))
-            result.setdefault("metadata", {})
+            result = patched(info, base, data, kind, subresource)
             opts = options if options is not None else WriteOptions(field_validation="Ignore")
             # podstatus refuses what kube-apiserver would store wrapped (2^40 as 0); kube-like stores it.
             decode_patched(info, result, data, kind, opts, wrap=not self._strict_status, raw=patch)
@@ -873,67 +804,7 @@ class Store:
         name = current.name
         if cur is None:
             cur = current.obj
-        cur_meta = cur["metadata"]
-        given_meta = new.get("metadata")
-        meta = dict(given_meta) if isinstance(given_meta, dict) else {}
-        requested = meta.get("managedFields")
-        uid = meta.get("uid")
-        other_uid = bool(uid) and uid != cur_meta.get("uid")
-        if other_uid and not patch:
-            # The UID of a PUT body is a storage precondition (rest.DefaultUpdatedObjectInfo).
-            raise conflict(
-                info.key, name, f"StorageError: invalid object, Code: 4, Key: {_registry_key(info, ns, name)}, "
-                f"ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, "
-                f"UID in object meta: {cur_meta.get('uid')}",
-            )  # fmt: skip
-        rv = meta.get("resourceVersion")
-        if rv and rv != cur_meta.get("resourceVersion"):
-            raise conflict(info.key, name, MODIFIED)
-        if meta.get("name") and meta["name"] != name:
-            raise bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
-            )
-        if info.namespaced and meta.get("namespace") and meta["namespace"] != ns:
-            raise bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
-        errors: builtins.list[FieldError] = []
-        # A patch changing metadata.uid fails validation (the field is immutable).
-        if other_uid:
-            errors.append(FieldError("metadata.uid", "Invalid value", uid, "field is immutable"))
-        # What the server owns is kept (rest.BeforeUpdate); the rest of the metadata (labels,
-        # annotations, finalizers...) is taken from the request, for pods/status too.
-        for key in SERVER_META:
-            if key in cur_meta:
-                meta[key] = cur_meta[key]
-            else:
-                meta.pop(key, None)
-        meta.pop("selfLink", None)
-        grace, old_grace = meta.get("deletionGracePeriodSeconds"), cur_meta.get("deletionGracePeriodSeconds")
-        if grace is None:
-            if old_grace is not None:
-                meta["deletionGracePeriodSeconds"] = old_grace
-        elif grace != old_grace:
-            errors.append(
-                FieldError(
-                    "metadata.deletionGracePeriodSeconds", "Invalid value", grace, "field is immutable"
-                )
-            )
-        if isinstance(meta.get("finalizers"), list) and not meta["finalizers"]:
-            del meta["finalizers"]
-        if cur_meta.get("deletionTimestamp"):
-            old_finalizers = cur_meta.get("finalizers") or ()
-            added = sorted({f for f in meta.get("finalizers") or () if f not in old_finalizers})
-            if added:
-                found = ", ".join(json.dumps(f) for f in added)
-                errors.append(FieldError("metadata.finalizers", "Forbidden", detail=(
-                    f"no new finalizers can be added if the object is being deleted, found new finalizers "
-                    f"[]string{{{found}}}"
-                )))  # fmt: skip
-        if meta.get("labels") != cur_meta.get("labels") or meta.get("annotations") != cur_meta.get(
-            "annotations"
-        ):
-            check_labels(meta, errors)
+        meta, errors, requested = before_update(info, ns, name, cur, new, patch=patch)
         strategy = info.strategy
         if subresource == "status":
             # The status strategy: the rest of the object stays as it was.
