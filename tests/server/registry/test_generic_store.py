@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from podstatus.errors import ConflictError, MethodNotAllowedError, UnprocessableEntityError
+from podstatus.server.storage.deletion import KEEP, MARK, REMOVE, check_preconditions, plan_delete
 from podstatus.server.storage.errors import FieldError
 from podstatus.server.storage.store import Store
 from podstatus.server.storage.strategy import RESOURCES, ResourceInfo, Strategy, register
@@ -122,3 +123,46 @@ def test_generic_modules_name_no_kind() -> None:
     for path in sorted(STORAGE.glob("*.py")):
         found = [line for line in path.read_text().splitlines() if kinds.search(line)]
         assert found == [], (path.name, found)
+
+
+# --- deletion, decided apart from doing it (storage/deletion.py) ---------------------------
+
+_STAMP = "2023-11-14T22:13:20Z"  # 1_700_000_000
+
+PLANS = [
+    # (graceful, metadata, requested) -> (action, period, deadline, bump_generation, then_remove)
+    (False, {}, None, (REMOVE, 0, None, False, False)),
+    (False, {"finalizers": ["f"]}, None, (MARK, 0, None, False, False)),
+    (False, {"finalizers": ["f"], "deletionTimestamp": _STAMP}, None, (KEEP, 0, None, False, False)),
+    (True, {}, None, (MARK, 10, None, True, False)),
+    (True, {}, 0, (MARK, 0, None, True, True)),
+    (True, {"finalizers": ["f"]}, 0, (MARK, 0, None, True, False)),
+    (True, {}, -5, (MARK, 1, None, True, False)),
+    (True, {"deletionTimestamp": _STAMP, "deletionGracePeriodSeconds": 30}, None, (KEEP, 0, None, False, False)),
+    (True, {"deletionTimestamp": _STAMP, "deletionGracePeriodSeconds": 30}, 40, (KEEP, 0, None, False, False)),
+    (True, {"deletionTimestamp": _STAMP, "deletionGracePeriodSeconds": 30}, 5,
+     (MARK, 5, 1_700_000_000.0 - 25, False, False)),
+    (True, {"deletionTimestamp": _STAMP, "deletionGracePeriodSeconds": 30}, 0,
+     (MARK, 0, 1_700_000_000.0 - 30, False, True)),
+    (True, {"deletionTimestamp": _STAMP, "deletionGracePeriodSeconds": 0}, None, (REMOVE, 0, None, False, False)),
+    (True, {"deletionTimestamp": _STAMP, "deletionGracePeriodSeconds": 0, "finalizers": ["f"]}, None,
+     (KEEP, 0, None, False, False)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("graceful", "meta", "requested", "expected"), PLANS)
+def test_delete_plan(
+    graceful: bool, meta: dict[str, Any], requested: int | None, expected: tuple[Any, ...]
+) -> None:
+    strategy = WidgetStrategy() if graceful else Strategy()
+    plan = plan_delete(strategy, {"metadata": meta, "spec": {"size": 1}}, requested)
+    assert (plan.action, plan.period, plan.deadline, plan.bump_generation, plan.then_remove) == expected
+
+
+def test_delete_preconditions() -> None:
+    meta = {"uid": "u1", "resourceVersion": "7"}
+    check_preconditions("Widget", "w", meta, "u1", "7")
+    with pytest.raises(ConflictError, match=r"the UID in the precondition \(u2\) does not match"):
+        check_preconditions("Widget", "w", meta, "u2", None)
+    with pytest.raises(ConflictError, match=r"the ResourceVersion in the precondition \(6\) does not match"):
+        check_preconditions("Widget", "w", meta, None, "6")

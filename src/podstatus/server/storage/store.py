@@ -17,14 +17,12 @@ which watchers read at their own pace.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import heapq
 import logging
 import random
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -48,11 +46,11 @@ from .decoding import (
     kind_key,
     private_copy,
 )
+from .deletion import KEEP, REMOVE, check_preconditions, plan_delete
 from .errors import (
     FieldError,
     already_exists,
     bad_request,
-    delete_conflict,
     invalid,
     not_found,
 )
@@ -66,16 +64,14 @@ from .listing import (
     list_key,
 )
 from .meta import MAX_TIMESTAMP, parse_rfc3339, rfc3339
-from .objects import Event, History, Stored, WriteOptions
+from .objects import Stored, WriteOptions
 from .patching import decode_patch, patch_kind, patched
 from .rest import before_create, before_update
 from .strategy import RESOURCES, ResourceInfo
+from .tables import Tables
 from .watch import Watch, matches, parse_selectors
 
 __all__ = [
-    "WATCH_CACHE_MAX_CHANGES",
-    "WATCH_CACHE_MIN_CHANGES",
-    "WATCH_CACHE_SECONDS",
     "Store",
 ]
 
@@ -94,25 +90,14 @@ def _dry_run_result(stored: Stored, rv: int) -> Stored:
     return Stored(obj, _encode(obj), stored.is_pod, rv)
 
 
-# kube-apiserver v1.37.2's watch cache (k8s.io/apiserver pkg/storage/cacher): a resource keeps at
-# least its newest 100 changes and every change of the last 75 s (DefaultEventsHistoryWindow), up to
-# 102,400. `podstatus serve` keeps the same window (docs/reliability.md, "Watch history").
-WATCH_CACHE_MIN_CHANGES = 100
-WATCH_CACHE_SECONDS = 75.0
-WATCH_CACHE_MAX_CHANGES = 100 * 1024
+class Store(Tables):
+    """The served resources' verbs, each kind's rules from its strategy, over :class:`~.tables.Tables`.
 
-
-class Store:
-    """Thread-safe in-memory objects (pods, nodes, namespaces, leases, events) with watch history.
-
-    Each resource keeps its own history of changes, as kube-apiserver's watch cache does:
-    the last ``history_size`` of them and, with ``history_seconds``, also every change
-    younger than that (kube-apiserver keeps 75 s), up to ``max_history``; the changes are dated
-    by ``clock``. A watch or read from a resourceVersion whose later changes of its resource are
-    no longer all there gets 410 Expired. ``clock`` gives epoch seconds (tests may fake it). With ``reap_terminating`` (the default), a pod whose graceful
-    deletion ran out is removed on the next store access (or :meth:`reap`
-    call), like a kubelet that finished it would; without it, it stays until
-    deleted with grace 0, as on a real server with no kubelet.
+    The history is kept as :class:`~.tables.Tables` says (``history_size``, ``history_seconds``,
+    ``max_history``, ``clock``; kube-apiserver keeps 75 s). With ``reap_terminating`` (the
+    default), an object whose graceful deletion ran out (a pod) is removed on the next store
+    access (or :meth:`reap` call), like a kubelet that finished it would; without it, it stays
+    until deleted with grace 0, as on a real server with no kubelet.
 
     ``strict_status`` (the default) adds podstatus's own checks to the real
     server's validation of pod status writes: a terminal phase may not move
@@ -138,31 +123,14 @@ class Store:
         strict_status: bool = True,
         managed_fields: bool = True,
     ) -> None:
-        if history_size < 1:
-            raise ValueError("history_size must be positive")
-        if max_history < history_size:
-            raise ValueError("max_history must be at least history_size")
-        self._lock = threading.RLock()
-        self._changed = threading.Condition(self._lock)
-        self._clock = clock
+        super().__init__(
+            history_size=history_size, history_seconds=history_seconds, max_history=max_history, clock=clock
+        )
         self._reap_terminating = reap_terminating
         self._strict_status = strict_status
         self._managed_fields = managed_fields
-        self._rv = 0
-        self._size = history_size
-        self._history_seconds = history_seconds
-        self._max_history = max_history
-        # storage -> its recent changes
-        self._histories: dict[str, History] = {}
-        # resource -> namespace ("" when cluster-scoped) -> name -> current version
-        self._objects: dict[str, dict[str, dict[str, Stored]]] = {}
         # (deadline, storage, namespace, name, uid) of objects being deleted gracefully
         self._deadlines: list[tuple[float, str, str, str, str]] = []
-        # (expiry, storage, namespace, name, resourceVersion) of objects with a TTL (Events)
-        self._expiries: list[tuple[float, str, str, str, int]] = []
-        self._closed = False
-        # Set (lock held) while a dry-run write runs: commits answer without storing.
-        self._dry_run = False
         # The resource whose objects are the namespaces (None: nothing is namespaced-checked).
         self._scope = next((i for i in RESOURCES.values() if i.strategy.holds_namespaces), None)
         for info in RESOURCES.values():
@@ -181,50 +149,12 @@ class Store:
         """Whether pods whose graceful deletion ran out are removed (a simulated kubelet)."""
         return self._reap_terminating
 
-    @property
-    def resource_version(self) -> int:
-        """The newest resourceVersion handed out."""
-        with self._lock:
-            return self._rv
-
-    def now(self) -> float:
-        return self._clock()
-
-    def wait_for_resource_version(self, rv: int, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds until the store reached ``rv``; whether it did."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while self._rv < rv and not self._closed:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._changed.wait(remaining)
-            return self._rv >= rv
-
-    def close(self) -> None:
-        """End every watch (they return ``None`` from then on)."""
-        with self._lock:
-            self._closed = True
-            self._changed.notify_all()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def _info(self, resource: str) -> ResourceInfo:
         info = RESOURCES.get(resource)
         if info is None:
             message = "the server could not find the requested resource"
             raise NotFoundError(message, status=status_body(404, "NotFound", message))
         return info
-
-    def _bucket(self, info: ResourceInfo, namespace: str | None) -> dict[str, Stored]:
-        objects = self._objects.setdefault(info.storage, {})
-        key = (namespace or "") if info.namespaced else ""
-        bucket = objects.get(key)
-        if bucket is None:
-            bucket = objects[key] = {}
-        return bucket
 
     def _check_namespace_exists(self, namespace: str | None) -> None:
         """404 unless a namespaced object may be created in ``namespace`` (NamespaceLifecycle admission)."""
@@ -248,38 +178,6 @@ class Store:
         meta["creationTimestamp"] = rfc3339(self._clock())
         stored = bucket[name] = self._stored(info, obj, info.strategy.decode(obj, 422), self._rv)
         return stored
-
-    def _record(
-        self, type_: str, info: ResourceInfo, namespace: str, stored: Stored, old: Stored | None
-    ) -> None:
-        # Caller holds the lock and has assigned stored.rv == self._rv + 1.
-        self._rv = stored.rv
-        history = self._histories.get(info.storage)
-        if history is None:
-            history = self._histories[info.storage] = History()
-        # The store's clock dates the changes, so a test can age them (kube-apiserver: RecordTime).
-        now = self._clock()
-        history.append(Event(type_, info.storage, namespace, stored, old, stored.rv), now)
-        history.trim(self._size, self._history_seconds, self._max_history, now)
-        ttl = info.strategy.ttl
-        if ttl and type_ != "DELETED":
-            heapq.heappush(
-                self._expiries, (self._clock() + ttl, info.storage, namespace, stored.name, stored.rv)
-            )
-        self._changed.notify_all()
-        log.debug("%s %s %s/%s rv=%d", type_, info.name, namespace, stored.name, stored.rv)
-
-    @contextlib.contextmanager
-    def _dry(self, options: WriteOptions) -> Iterator[None]:
-        """Within a write (lock held): with ``options.dry_run``, nothing the write does is stored."""
-        if not options.dry_run:
-            yield
-            return
-        self._dry_run = True
-        try:
-            yield
-        finally:
-            self._dry_run = False
 
     # -- reads -------------------------------------------------------------------------
 
@@ -364,32 +262,6 @@ class Store:
         token = encode_continue(info, namespace, (last[0], last[1] + "\x00"), rv)
         remaining = len(items) - limit if ls is None and fs is None else None
         return ListPage(page, rv, token, remaining)
-
-    def _state_at(
-        self, info: ResourceInfo, namespace: str | None, rv: int, start: tuple[str, str] | None
-    ) -> builtins.list[Stored]:
-        """The objects as they were at ``rv`` (lock held): the current ones with the newer
-        events of the history undone."""
-        objects = {list_key(info, s): s for s in self._snapshot(info, namespace)}
-        if rv < self._dropped(info):
-            raise continue_expired(info, namespace, start)
-        history = self._histories.get(info.storage)
-        for event in reversed(history.after(rv) if history is not None else []):
-            if namespace and info.namespaced and event.namespace != namespace:
-                continue
-            key = list_key(info, event.stored)
-            if event.type == "ADDED" or event.old is None:
-                objects.pop(key, None)
-            else:
-                objects[key] = event.old
-        return [objects[k] for k in sorted(objects)]
-
-    def _snapshot(self, info: ResourceInfo, namespace: str | None) -> builtins.list[Stored]:
-        objects = self._objects.get(info.storage) or {}
-        if info.namespaced and namespace:
-            bucket = objects.get(namespace) or {}
-            return [bucket[k] for k in sorted(bucket)]
-        return [objects[ns][k] for ns in sorted(objects) for k in sorted(objects[ns])]
 
     # -- writes ------------------------------------------------------------------------
 
@@ -677,47 +549,17 @@ class Store:
             self._maybe_reap()
             current = self._current(info, namespace, name)
             cur = current.obj
-            meta = cur["metadata"]
-            if uid is not None and uid != meta.get("uid"):
-                raise delete_conflict(
-                    info.kind, name, f"the UID in the precondition ({uid}) does not match the UID in record "
-                    f"({meta.get('uid')}). The object might have been deleted and then recreated",
-                )  # fmt: skip
-            if resource_version is not None and resource_version != meta.get("resourceVersion"):
-                raise delete_conflict(
-                    info.kind, name, f"the ResourceVersion in the precondition ({resource_version}) does not "
-                    f"match the ResourceVersion in record ({meta.get('resourceVersion')}). "
-                    "The object might have been modified",
-                )  # fmt: skip
-            if not info.strategy.graceful:
-                if meta.get("finalizers"):
-                    if meta.get("deletionTimestamp"):
-                        return info.view(current), False
-                    marked = self._mark_deleted(info, ns, current, 0, bump_generation=False, obj=cur)
-                    return info.view(marked), False
+            check_preconditions(info.kind, name, cur["metadata"], uid, resource_version)
+            plan = plan_delete(info.strategy, cur, grace_period_seconds)
+            if plan.action == KEEP:
+                return info.view(current), False
+            if plan.action == REMOVE:
                 return info.view(self._remove(info, ns, current)), True
-            if grace_period_seconds is not None and grace_period_seconds < 0:
-                grace_period_seconds = 1
-            if meta.get("deletionTimestamp"):
-                old_period = meta.get("deletionGracePeriodSeconds")
-                if not old_period:
-                    # Already going with grace 0 (or none): only finalizers keep it.
-                    if meta.get("finalizers"):
-                        return current, False
-                    return self._remove(info, ns, current), True
-                if grace_period_seconds is None or grace_period_seconds >= old_period:
-                    return current, False  # already going at least as fast
-                period = grace_period_seconds
-                deadline = parse_rfc3339(meta["deletionTimestamp"]) - old_period + period
-                stored = self._mark_deleted(
-                    info, ns, current, period, deadline, bump_generation=False, obj=cur
-                )
-            else:
-                period = info.strategy.grace_period(cur, grace_period_seconds)
-                stored = self._mark_deleted(info, ns, current, period, obj=cur)
-            if period == 0 and not meta.get("finalizers"):
-                return self._remove(info, ns, stored), True
-            return stored, False
+            stored = self._mark_deleted(info, ns, current, plan.period, plan.deadline,
+                                        bump_generation=plan.bump_generation, obj=cur)  # fmt: skip
+            if plan.then_remove:
+                return info.view(self._remove(info, ns, stored)), True
+            return info.view(stored), False
 
     # -- write helpers -----------------------------------------------------------------
 
@@ -748,17 +590,6 @@ class Store:
         stored = self._commit(info, ns, current, obj)
         if period > 0 and self._reap_terminating and not self._dry_run:
             heapq.heappush(self._deadlines, (deadline, info.storage, ns, stored.name, stored.uid))
-        return stored
-
-    def _remove(self, info: ResourceInfo, ns: str, current: Stored) -> Stored:
-        if self._dry_run:
-            return current
-        rv = self._rv + 1
-        obj = current.obj
-        obj["metadata"]["resourceVersion"] = str(rv)
-        stored = Stored(obj, _encode(obj), current.is_pod, rv)
-        del self._bucket(info, ns)[current.name]
-        self._record("DELETED", info, ns, stored, current)
         return stored
 
     def _current(self, info: ResourceInfo, namespace: str | None, name: str) -> Stored:
@@ -928,19 +759,6 @@ class Store:
             self._expire_locked()
             return self._reap_locked()
 
-    def _expire_locked(self) -> int:
-        """Remove objects whose TTL ran out since their last write (etcd leases on the real server)."""
-        count = 0
-        now = self._clock()
-        while self._expiries and self._expiries[0][0] <= now:
-            _, storage, ns, name, rv = heapq.heappop(self._expiries)
-            current = (self._objects.get(storage) or {}).get(ns, {}).get(name)
-            if current is None or current.rv != rv:
-                continue  # gone already, or written again since (a later expiry is queued)
-            self._remove(RESOURCES[storage], ns, current)
-            count += 1
-        return count
-
     def _reap_locked(self) -> int:
         count = 0
         now = self._clock()
@@ -995,17 +813,3 @@ class Store:
                 if start < dropped:
                     raise expired(start, dropped)
             return Watch(self, info, namespace, ls, fs, start, initial, send_initial_events is True)
-
-    def _dropped(self, info: ResourceInfo) -> int:
-        """The newest resourceVersion of ``info``'s changes no longer in its history (0: none)."""
-        history = self._histories.get(info.storage)
-        return 0 if history is None else history.dropped
-
-    def _events_after(self, storage: str, cursor: int, limit: int) -> builtins.list[Event]:
-        # Lock held. The storage's changes after cursor, at most `limit`; 410 when some are gone.
-        history = self._histories.get(storage)
-        if history is None:
-            return []
-        if cursor < history.dropped:
-            raise expired(cursor, history.dropped)
-        return history.after(cursor, limit)
