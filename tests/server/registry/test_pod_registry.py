@@ -13,7 +13,7 @@ import pytest
 
 from podstatus.errors import BadRequestError, ConflictError, UnprocessableEntityError
 from podstatus.server.registry import podrules
-from podstatus.server.registry.pods import PODS, PodStrategy, bind
+from podstatus.server.registry.pods import PODS, PodStrategy, bind, evict, eviction_options
 from podstatus.server.storage.errors import FieldError
 from podstatus.server.storage.store import Store
 
@@ -335,3 +335,61 @@ def test_spec_update_rules_as_a_table() -> None:
 def test_pods_are_registered_with_their_strategy() -> None:
     assert PODS.key == "pods" and isinstance(PODS.strategy, PodStrategy)
     assert PODS.strategy.subresources == ("resize",) and PODS.strategy.graceful
+
+
+# --- eviction -------------------------------------------------------------------------------
+
+EVICTIONS = [
+    # (Eviction body, expected message of the 400, or None: valid, with these DeleteOptions)
+    ({}, None),
+    ({"kind": "Eviction", "apiVersion": "policy/v1", "metadata": {"name": "p"}}, None),
+    ({"apiVersion": "policy/v1beta1", "deleteOptions": {"gracePeriodSeconds": 3}}, None),
+    ({"kind": "Binding"}, "invalid Eviction: kind 'Binding'"),
+    ({"apiVersion": "v1"}, "invalid Eviction: kind None apiVersion 'v1'"),
+    ({"metadata": "x"}, "invalid Eviction: metadata must be an object"),
+    ({"metadata": {"name": "q"}}, "name in URL does not match name in Eviction object"),
+    ({"metadata": {"namespace": "other"}}, "namespace in URL does not match namespace in Eviction object"),
+    ({"deleteOptions": 5}, "invalid Eviction: deleteOptions must be an object"),
+    ({"deleteOptions": {"dryRun": ["All"]}}, "dryRun is not supported by this server"),
+]
+
+
+@pytest.mark.parametrize(("body", "refused"), EVICTIONS)
+def test_eviction_body(body: dict[str, Any], refused: str | None) -> None:
+    if refused is None:
+        assert eviction_options(body, "default", "p") == body.get("deleteOptions")
+        return
+    with pytest.raises(BadRequestError) as err:
+        eviction_options(body, "default", "p")
+    assert str(err.value).startswith(refused)
+
+
+def test_evict_marks_the_disruption_target_then_deletes_gracefully() -> None:
+    store = Store(clock=lambda: 1_700_000_000.0)
+    store.create("pods", "default", _pod())
+    with store.watch("pods", "default", resource_version=str(store.resource_version)) as watch:
+        evict(store, "default", "p", grace_period_seconds=5)
+        first, second = watch.next(timeout=5), watch.next(timeout=5)
+    assert first is not None and second is not None
+    conditions = first.obj["status"]["conditions"]
+    assert {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "EvictionByEvictionAPI",
+    }.items() <= conditions[0].items()
+    assert conditions[0]["lastTransitionTime"] == "2023-11-14T22:13:20Z"
+    meta = second.obj["metadata"]
+    assert meta["deletionGracePeriodSeconds"] == 5 and meta["deletionTimestamp"] == "2023-11-14T22:13:25Z"
+
+
+def test_evict_preconditions() -> None:
+    store = Store()
+    created = store.create("pods", "default", _pod())
+    with pytest.raises(ConflictError, match=r"the UID in the precondition \(nope\) does not match"):
+        evict(store, "default", "p", uid="nope")
+    with pytest.raises(
+        ConflictError, match=r"the ResourceVersion in the precondition \(1234\) does not match"
+    ):
+        evict(store, "default", "p", resource_version="1234")
+    evict(store, "default", "p", uid=created.uid, resource_version=str(created.rv), grace_period_seconds=0)
+    assert store.list("pods", "default")[0] == []

@@ -18,13 +18,15 @@ import msgspec
 from ...errors import ForbiddenError, status_body
 from ...patch import POD_MERGE_KEYS
 from ...types import InvalidObjectError, Pod
+from ..storage.decoding import STRATEGIC_MERGE_PATCH
 from ..storage.errors import FieldError, bad_request, conflict, invalid
+from ..storage.meta import rfc3339
 from ..storage.objects import Stored
 from ..storage.store import Store
 from ..storage.strategy import Lookup, ResourceInfo, Strategy, register
 from . import podresize, podrules
 
-__all__ = ["PODS", "PodStrategy", "bind"]
+__all__ = ["PODS", "PodStrategy", "bind", "evict", "eviction_options"]
 
 _decode = msgspec.json.decode
 
@@ -205,3 +207,95 @@ def bind(store: Store, namespace: str, name: str, node_name: str) -> Stored:
         obj["spec"] = dict(spec, nodeName=node_name)
 
     return store.guaranteed_update(PODS.key, namespace, name, assign)
+
+
+# --- eviction (policy/v1 Eviction, EvictionREST) ------------------------------------------
+
+
+def eviction_options(body: dict[str, Any], namespace: str, name: str) -> dict[str, Any] | None:
+    """Check a decoded Eviction for the pod ``namespace/name`` (400 when it is not one, or names
+    another pod); returns its DeleteOptions (None when it gives none)."""
+    if body.get("kind", "Eviction") != "Eviction" or body.get("apiVersion", "policy/v1") not in (
+        "policy/v1",
+        "policy/v1beta1",
+    ):
+        raise bad_request(
+            f"invalid Eviction: kind {body.get('kind')!r} apiVersion {body.get('apiVersion')!r}"
+        )
+    meta = body.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise bad_request("invalid Eviction: metadata must be an object")
+    if meta.get("name") not in (None, "", name):
+        raise bad_request("name in URL does not match name in Eviction object")
+    if meta.get("namespace") not in (None, "", namespace):
+        raise bad_request("namespace in URL does not match namespace in Eviction object")
+    opts = body.get("deleteOptions")
+    if opts is not None and not isinstance(opts, dict):
+        raise bad_request("invalid Eviction: deleteOptions must be an object")
+    if opts and opts.get("dryRun"):
+        # Refuse rather than evict for real what the client meant as a rehearsal.
+        raise bad_request("dryRun is not supported by this server")
+    return opts
+
+
+def evict(
+    store: Store,
+    namespace: str,
+    name: str,
+    *,
+    grace_period_seconds: int | None = None,
+    uid: str | None = None,
+    resource_version: str | None = None,
+) -> None:
+    """Evict a pod: ``DisruptionTarget=True``, then a delete with the eviction's DeleteOptions.
+
+    This server has no PodDisruptionBudgets, so every eviction is allowed, as in a cluster with
+    none. ``uid`` and ``resource_version`` are the eviction's preconditions (409 when they miss).
+    """
+    new_rv = _mark_disruption_target(store, namespace, name, uid, resource_version)
+    store.delete(
+        PODS.key,
+        namespace,
+        name,
+        grace_period_seconds=grace_period_seconds,
+        uid=uid,
+        resource_version=new_rv if resource_version else None,
+    )
+
+
+def _mark_disruption_target(store: Store, namespace: str, name: str, uid: str | None, rv: str | None) -> str:
+    """kube-apiserver's first step of an eviction: the pod gets ``DisruptionTarget=True``.
+
+    The eviction's preconditions are checked against the pod first (the same 409s as a
+    delete's); the status write is pinned to the version read. Returns the new version.
+    """
+    current = store.get(PODS.key, namespace, name)
+    obj = current.obj
+    meta = obj["metadata"]
+    if uid and uid != meta.get("uid"):
+        raise conflict(
+            "Pod", name, f"the UID in the precondition ({uid}) does not match the UID in record "
+            f"({meta.get('uid')}). The object might have been deleted and then recreated",
+        )  # fmt: skip
+    if rv and rv != meta.get("resourceVersion"):
+        raise conflict(
+            "Pod", name, f"the ResourceVersion in the precondition ({rv}) does not match the "
+            f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
+        )  # fmt: skip
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    old = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
+    # As UpdatePodCondition: the transition time moves only when the status does.
+    since = old.get("lastTransitionTime") if old is not None and old.get("status") == "True" else None
+    condition = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "EvictionByEvictionAPI",
+        "message": "Eviction API: evicting",
+        "lastTransitionTime": since or rfc3339(store.now()),
+    }
+    patch = {
+        "metadata": {"resourceVersion": meta.get("resourceVersion")},
+        "status": {"conditions": [condition]},
+    }
+    updated = store.patch(PODS.key, namespace, name, patch, STRATEGIC_MERGE_PATCH, subresource="status")
+    return str(updated.metadata.get("resourceVersion"))
