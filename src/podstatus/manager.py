@@ -19,6 +19,7 @@ section 6 are opt-in (:class:`ManagerOptions`):
 from __future__ import annotations
 
 import heapq
+import inspect
 import itertools
 import logging
 import threading
@@ -26,7 +27,7 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, TypeGuard
 
 from . import patch as patchlib
 from .conditions import (
@@ -45,6 +46,7 @@ from .conditions import (
 from .errors import ApiError, ConflictError, InvalidObjectError, NotFoundError
 from .flags import Flag
 from .podmanager import is_mirror_pod, is_static_pod, lean_pod
+from .protocols import KubeClient, PodDeletionSafety, PodManager, PodUpdateNotifier, VersionedKubeClient
 from .statusutil import (
     ValuePool,
     check_container_state_transition,
@@ -69,7 +71,6 @@ from .types import ContainerID, ContainerStatus, Pod, PodCondition, PodStatus
 __all__ = [
     "Manager",
     "ManagerOptions",
-    "PodUpdateNotifier",
     "SetPodStatusResult",
     "SyncRecord",
     "new_manager",
@@ -77,41 +78,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class _KubeClient(Protocol):
-    def get_pod(self, namespace: str, name: str) -> Pod: ...
-
-    def patch_pod_status(self, namespace: str, name: str, patch: bytes) -> Pod: ...
-
-    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int, uid: str) -> None: ...
-
-
-class _PodManager(Protocol):
-    def get_pod_by_uid(self, uid: str) -> Pod | None: ...
-
-    def get_mirror_pod_by_pod(self, pod: Pod) -> Pod | None: ...
-
-    def translate_pod_uid(self, uid: str) -> str: ...
-
-    def get_uid_translations(self) -> tuple[dict[str, str], dict[str, str]]: ...
-
-
-class _DeletionSafety(Protocol):
-    def pod_resources_are_reclaimed(self, pod: Pod, status: PodStatus) -> bool: ...
-
-    def pod_could_have_running_containers(self, pod: Pod) -> bool: ...
-
-
-class PodUpdateNotifier(Protocol):
-    """Told of every status the manager accepts (upstream's PodUpdateNotifier).
-
-    Called after the manager's lock is released, on the thread of the setter.
-    """
-
-    def on_pod_updated(self, pod: Pod, status: PodStatus, is_added: bool) -> None: ...
-
-    def on_pod_removed(self, pod: Pod) -> None: ...
 
 
 class SetPodStatusResult(NamedTuple):
@@ -286,12 +252,20 @@ class Manager:
 
     def __init__(
         self,
-        kube_client: _KubeClient | None,
-        pod_manager: _PodManager,
-        pod_deletion_safety: _DeletionSafety,
+        kube_client: KubeClient | None,
+        pod_manager: PodManager,
+        pod_deletion_safety: PodDeletionSafety,
         options: ManagerOptions,
     ) -> None:
         self._client = kube_client
+        # skip_get writes with a resourceVersion precondition: only a versioned client can.
+        self._versioned: VersionedKubeClient | None = None
+        if kube_client is not None and options.skip_get:
+            if not _is_versioned(kube_client):
+                raise TypeError(
+                    "skip_get (fast_path) needs a client whose patch_pod_status takes resource_version"
+                )
+            self._versioned = kube_client
         self._pods = pod_manager
         self._safety = pod_deletion_safety
         self._opts = options
@@ -1430,8 +1404,8 @@ class Manager:
             if patchlib.has_changes(patch):
                 try:
                     requests += 1
-                    if self._opts.skip_get:
-                        new_pod = client.patch_pod_status(  # type: ignore[call-arg]
+                    if self._versioned is not None:
+                        new_pod = self._versioned.patch_pod_status(
                             pod.namespace,
                             pod.name,
                             patchlib.encode_patch(patch),
@@ -1638,10 +1612,19 @@ def _is_urgent(old: PodStatus, new: PodStatus) -> bool:
     return is_terminal_phase(new.phase) and not is_terminal_phase(old.phase)
 
 
+def _is_versioned(client: KubeClient) -> TypeGuard[VersionedKubeClient]:
+    """Whether ``patch_pod_status`` takes ``resource_version`` (by name, or any keyword)."""
+    try:
+        params = inspect.signature(client.patch_pod_status).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "resource_version" or p.kind is p.VAR_KEYWORD for p in params)
+
+
 def new_manager(
-    kube_client: Any,
-    pod_manager: Any,
-    pod_deletion_safety: Any,
+    kube_client: KubeClient | None,
+    pod_manager: PodManager,
+    pod_deletion_safety: PodDeletionSafety,
     **options: Any,
 ) -> Manager:
     """Build a status manager (SPEC 2.3).

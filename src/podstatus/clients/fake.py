@@ -30,8 +30,8 @@ from ..errors import (
     UnprocessableEntityError,
 )
 from ..patch import PatchError, apply_strategic_merge_patch
+from ..requestcount import RequestCounter
 from ..types import Pod
-from .base import RequestCounter
 
 if TYPE_CHECKING:
     from ..server.store import Store
@@ -151,7 +151,7 @@ class _Recorder:
 
 
 class FakeKubeClient(_Recorder):
-    """An in-memory :class:`~podstatus.clients.base.VersionedKubeClient` for tests. Thread-safe.
+    """An in-memory :class:`~podstatus.protocols.VersionedKubeClient` for tests. Thread-safe.
 
     - ``patch_pod_status`` applies the strategic merge patch to ``status``
       only (the ``pods/status`` subresource ignores the rest), after checking
@@ -408,7 +408,7 @@ def _body(value: Any) -> Any:
 
 
 class FakeNodeClient(_Recorder):
-    """An in-memory :class:`~podstatus.clients.base.NodeClient` that records every request.
+    """An in-memory :class:`~podstatus.protocols.NodeClient` that records every request.
 
     For tests of a node agent (STYLE 10). Requests are served by an
     embedded :class:`~podstatus.server.store.Store` (``store``, made when not

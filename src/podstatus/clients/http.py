@@ -47,8 +47,9 @@ from ..errors import (
     RequestTimeoutError,
     api_error_from_status,
 )
+from ..protocols import PATCH_CONTENT_TYPE
+from ..requestcount import RequestCounter
 from ..types import Pod
-from .base import PATCH_CONTENT_TYPE, RequestCounter
 from .kubeconfig import (
     ConfigAuth,
     Configuration,
