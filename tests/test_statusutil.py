@@ -17,7 +17,6 @@ from podstatus.statusutil import (
     CONTAINER_NOT_LOCATED_MESSAGE,
     CONTAINER_STATUS_UNKNOWN,
     TRANSITION_TIME_CONDITIONS,
-    check_container_state_transition,
     has_pod_initialized,
     initialized_container_count,
     is_pod_status_by_kubelet_equal,
@@ -25,7 +24,6 @@ from podstatus.statusutil import (
     normalize_status,
     terminated_status,
     update_last_transition_times,
-    validate_status,
 )
 from podstatus.types import (
     Container,
@@ -40,6 +38,7 @@ from podstatus.types import (
     PodSpec,
     PodStatus,
 )
+from podstatus.validation import check_container_state_transition, validate_status
 
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 T1 = datetime(2024, 5, 1, 11, 0, 0, tzinfo=UTC)
@@ -1057,8 +1056,8 @@ def test_merge_keeps_status_fields_this_library_does_not_know() -> None:
     [("restart_count", 2**31), ("restart_count", -1), ("restart_count", 2**70)],
 )
 def test_validate_refuses_numbers_the_api_server_refuses(field: str, value: int) -> None:
-    from podstatus.statusutil import validate_status
     from podstatus.types import ContainerStatus
+    from podstatus.validation import validate_status
 
     status = PodStatus(container_statuses=(ContainerStatus(name="a", **{field: value}),))
     with pytest.raises(InvalidObjectError) as info:
@@ -1067,8 +1066,8 @@ def test_validate_refuses_numbers_the_api_server_refuses(field: str, value: int)
 
 
 def test_validate_skips_only_parts_that_are_the_known_objects() -> None:
-    from podstatus.statusutil import validate_status
     from podstatus.types import ContainerStatus
+    from podstatus.validation import validate_status
 
     good = ContainerStatus(name="a", ready=True)
     known = PodStatus(container_statuses=(good,), conditions=(PodCondition(type="Ready", status="True"),))

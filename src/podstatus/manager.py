@@ -49,7 +49,6 @@ from .podmanager import is_mirror_pod, is_static_pod, lean_pod
 from .protocols import KubeClient, PodDeletionSafety, PodManager, PodUpdateNotifier, VersionedKubeClient
 from .statusutil import (
     ValuePool,
-    check_container_state_transition,
     compact_status,
     find_container_status,
     get_condition,
@@ -62,11 +61,11 @@ from .statusutil import (
     share_equal_parts,
     terminated_status,
     update_last_transition_times,
-    validate_status,
     with_container_status,
 )
 from .syncpool import SyncPool
 from .types import ContainerID, ContainerStatus, Pod, PodCondition, PodStatus
+from .validation import check_container_state_transition, validate_status
 
 __all__ = [
     "Manager",

@@ -60,7 +60,7 @@ from ..flags import Flag
 from ..manager import Manager, SyncRecord, new_manager
 from ..podmanager import BasicPodManager, lean_pod
 from ..qos import compute_pod_qos
-from ..statusutil import bound_messages, check_container_state_transition, share_equal_parts
+from ..statusutil import bound_messages, share_equal_parts
 from ..types import (
     ContainerState,
     ContainerStateWaiting,
@@ -71,6 +71,7 @@ from ..types import (
     PodIP,
     PodStatus,
 )
+from ..validation import check_container_state_transition
 from .calls import BoundCaller, ProviderError
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .heartbeat import LeaseHeldError, LeaseKeeper, NodeStatusReporter, build_node, utcnow
