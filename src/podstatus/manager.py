@@ -47,6 +47,7 @@ from .errors import ApiError, ConflictError, InvalidObjectError, NotFoundError
 from .flags import Flag
 from .podmanager import is_mirror_pod, is_static_pod, lean_pod
 from .protocols import KubeClient, PodDeletionSafety, PodManager, PodUpdateNotifier, VersionedKubeClient
+from .scheduling import SyncPool, SyncTask
 from .statusutil import (
     ValuePool,
     compact_status,
@@ -63,7 +64,6 @@ from .statusutil import (
     update_last_transition_times,
     with_container_status,
 )
-from .syncpool import SyncPool
 from .types import ContainerID, ContainerStatus, Pod, PodCondition, PodStatus
 from .validation import check_container_state_transition, validate_status
 
@@ -298,6 +298,8 @@ class Manager:
         self._seq = itertools.count()
         # Shared pool mode (options.sync_pool): no threads of our own.
         self._sync_pool = options.sync_pool
+        # What the pool runs of this manager: the pool knows these two callables, not the manager.
+        self._task = SyncTask(self._pool_step, self._pool_timer_fired)
         self._attached = False
         self._pool_generation = 0
         self._pass_wanted = False
@@ -335,8 +337,8 @@ class Manager:
                 self._pool_wake_at = float("inf")
                 generation = self._pool_generation
             log.debug("Starting to sync pod status on a shared pool workers=%d", self._opts.workers)
-            self._sync_pool.attach(self, generation, self._opts.sync_period)
-            self._sync_pool.wake(self)
+            self._sync_pool.attach(self._task, generation, self._opts.sync_period)
+            self._sync_pool.wake(self._task)
             return
         with self._lock:
             if self._thread is not None:
@@ -938,7 +940,7 @@ class Manager:
                 self._pass_wanted = True
                 pool = self._sync_pool
                 assert pool is not None
-                pool.wake(self)
+                pool.wake(self._task)
             return
         # Never blocks; one pending wake-up is enough.
         if not self._wake.is_set():
@@ -1032,7 +1034,7 @@ class Manager:
             if self._attached and pending:
                 pool = self._sync_pool
                 assert pool is not None
-                pool.wake(self)
+                pool.wake(self._task)
             if wait:
                 while not self._stopping.is_set() and any(
                     u in self._queued or u in self._in_flight for u in pending
@@ -1078,7 +1080,7 @@ class Manager:
 
     # -- shared pool mode (options.sync_pool) ----------------------------------------------
 
-    def _pool_timer_fired(self, generation: int, *, full: bool) -> bool:
+    def _pool_timer_fired(self, generation: int, full: bool) -> bool:
         """A timer entry of the pool is due (called under the pool's lock); True to take a step."""
         if generation != self._pool_generation or not self._attached:
             return False
@@ -1100,7 +1102,7 @@ class Manager:
             full, self._full_due = self._full_due, False
             self._pass_wanted = False  # before choosing: a change made meanwhile wakes us again
             if full:
-                pool.call_at(time.monotonic() + self._opts.sync_period, self, generation, full=True)
+                pool.call_at(time.monotonic() + self._opts.sync_period, self._task, generation, full=True)
             try:
                 self._run_pass(all=full, wait=False)
             except Exception:
@@ -1110,14 +1112,14 @@ class Manager:
                 when = time.monotonic() + wait
                 if when < self._pool_wake_at:
                     self._pool_wake_at = when
-                    pool.call_at(when, self, generation, full=False)
+                    pool.call_at(when, self._task, generation, full=False)
         with self._queue_cond:
             if not self._queue or len(self._in_flight) >= self._opts.workers or stopping.is_set():
                 return
             uid, state, status_uid, reconcile = self._take_queued()
             more = bool(self._queue) and len(self._in_flight) < self._opts.workers
         if more:
-            pool.wake(self)  # another worker may take the next pod of this manager meanwhile
+            pool.wake(self._task)  # another worker may take the next pod of this manager meanwhile
         try:
             self._sync_guarded(uid, status_uid, reconcile)
         finally:
@@ -1126,7 +1128,7 @@ class Manager:
             if (again or self._queue) and self._attached and not self._stopping.is_set():
                 if again:
                     self._pass_wanted = True
-                pool.wake(self)
+                pool.wake(self._task)
 
     def _choose(self, all: bool, *, hold: bool = False) -> list[tuple[str, str, bool]]:
         """SPEC 4.4 steps 1-3: which pods to sync, as (pod uid, status uid, reconcile)."""
