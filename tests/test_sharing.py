@@ -24,12 +24,8 @@ from hypothesis import strategies as st
 
 from podstatus import BasicPodManager, InvalidObjectError, new_manager
 from podstatus.deletion import FakePodDeletionSafety
-from podstatus.statusutil import (
-    ValuePool,
-    compact_status,
-    share_equal_parts,
-    update_last_transition_times,
-)
+from podstatus.sharing import ValuePool, compact_status, share_equal_parts
+from podstatus.statusutil import update_last_transition_times
 from podstatus.types import (
     ContainerState,
     ContainerStateRunning,

@@ -48,9 +48,8 @@ from .flags import Flag
 from .podmanager import is_mirror_pod, is_static_pod, lean_pod
 from .protocols import KubeClient, PodDeletionSafety, PodManager, PodUpdateNotifier, VersionedKubeClient
 from .scheduling import SyncPool, SyncTask
+from .sharing import ValuePool, compact_status, share_equal_parts
 from .statusutil import (
-    ValuePool,
-    compact_status,
     find_container_status,
     get_condition,
     is_pod_status_by_kubelet_equal,
@@ -59,7 +58,6 @@ from .statusutil import (
     normalize_time,
     now_seconds,
     replace_or_append_condition,
-    share_equal_parts,
     terminated_status,
     update_last_transition_times,
     with_container_status,

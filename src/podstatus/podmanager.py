@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from .statusutil import ValuePool
+from .sharing import ValuePool
 from .types import Pod, PodSpec, PodStatus
 
 __all__ = [

@@ -32,7 +32,7 @@ import time
 import zlib
 from collections.abc import Callable
 
-from .statusutil import ValuePool
+from .sharing import ValuePool
 
 __all__ = ["SyncPool", "SyncTask"]
 

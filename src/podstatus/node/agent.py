@@ -60,7 +60,8 @@ from ..flags import Flag
 from ..manager import Manager, SyncRecord, new_manager
 from ..podmanager import BasicPodManager, lean_pod
 from ..qos import compute_pod_qos
-from ..statusutil import bound_messages, share_equal_parts
+from ..sharing import share_equal_parts
+from ..statusutil import bound_messages
 from ..types import (
     ContainerState,
     ContainerStateWaiting,
