@@ -1,21 +1,32 @@
 """Pod status validation in its one home (podstatus.validation): the wire rules of a pods/status
-update as a table without HTTP, and the embedded API server and the fake client answering by them."""
+update as a table without HTTP, the embedded API server and the fake client answering by them,
+and the typed checks of what the manager accepts."""
 
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from podstatus.clients.fake import FakeKubeClient
-from podstatus.errors import UnprocessableEntityError
+from podstatus.errors import InvalidObjectError, UnprocessableEntityError
 from podstatus.server.store import Store
+from podstatus.types import (
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStatus,
+    PodCondition,
+    PodStatus,
+)
 from podstatus.validation import (
     FieldError,
     qualified_name_errors,
     terminal_phase_errors,
     validate_pod_status_update,
+    validate_status,
 )
 
 TERMINATED = {
@@ -191,3 +202,152 @@ def test_field_error_bodies() -> None:
     assert FieldError("f", "Duplicate value", "x").body() == 'Duplicate value: "x"'
     assert FieldError("f", "Invalid value", [1, 2], "bad").body() == "Invalid value: [1,2]: bad"
     assert FieldError("f", "Forbidden", detail="no").cause()["reason"] == "FieldValueForbidden"
+
+
+# --- typed statuses ---------------------------------------------------------------------------------
+
+T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
+RUNNING = ContainerState(running=ContainerStateRunning(started_at=T0))
+
+
+def terminated(exit_code: int = 0, message: str | None = None) -> ContainerState:
+    return ContainerState(
+        terminated=ContainerStateTerminated(exit_code=exit_code, reason="Completed", message=message)
+    )
+
+
+def cs(
+    name: str,
+    state: ContainerState = RUNNING,
+    *,
+    last_state: ContainerState | None = None,
+    ready: bool = False,
+    started: bool | None = None,
+) -> ContainerStatus:
+    return ContainerStatus(
+        name=name,
+        state=state,
+        last_state=last_state if last_state is not None else ContainerState(),
+        ready=ready,
+        started=started,
+        image="busybox",
+        image_id="docker.io/library/busybox@sha256:0",
+        container_id=f"containerd://{name}",
+    )
+
+
+def cond(
+    ctype: str, status: str = "True", *, reason: str | None = None, message: str | None = None, at: Any = T0
+) -> PodCondition:
+    return PodCondition(type=ctype, status=status, reason=reason, message=message, last_transition_time=at)
+
+
+# --- validate_status: what the manager accepts (moved from test_statusutil.py) --------------------------------------------------------------------------------
+
+
+def _good() -> PodStatus:
+    return PodStatus(
+        phase="Running",
+        start_time=T0,
+        conditions=(cond("PodScheduled"), cond("Ready")),
+        container_statuses=(cs("a"), cs("b")),
+        init_container_statuses=(cs("i", terminated(0)),),
+    )
+
+
+def test_validate_accepts_a_good_status() -> None:
+    validate_status(_good())
+    validate_status(PodStatus())
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"phase": 5}, "status.phase"),
+        ({"message": ["x"]}, "status.message"),
+        ({"start_time": "2024-01-01T00:00:00Z"}, "status.startTime"),
+        ({"conditions": (cond("PodScheduled"), cond("Ready", "Maybe"))}, "status.conditions[1].status"),
+        ({"conditions": (cond("Ready", reason=3),)}, "status.conditions[0].reason"),  # type: ignore[arg-type]
+        ({"conditions": (cond("Ready", at="yesterday"),)}, "status.conditions[0].lastTransitionTime"),
+        ({"conditions": (cond(""),)}, "status.conditions[0].type"),
+        ({"conditions": ("Ready",)}, "status.conditions[0]"),
+        ({"container_statuses": (cs("a"), cs("a"))}, "status.containerStatuses[1].name"),
+        ({"container_statuses": (cs("a").replace(ready="yes"),)}, "status.containerStatuses[0].ready"),
+        (
+            {"container_statuses": (cs("a").replace(restart_count=-1),)},
+            "status.containerStatuses[0].restartCount",
+        ),
+        (
+            {"container_statuses": (cs("a").replace(restart_count="1"),)},
+            "status.containerStatuses[0].restartCount",
+        ),
+        ({"container_statuses": (cs("a").replace(started="no"),)}, "status.containerStatuses[0].started"),
+        ({"container_statuses": (cs("a").replace(name=""),)}, "status.containerStatuses[0].name"),
+        (
+            {
+                "container_statuses": (
+                    cs("a"),
+                    cs("b", ContainerState(terminated=ContainerStateTerminated(exit_code="1"))),
+                ),
+            },  # type: ignore[arg-type]
+            "status.containerStatuses[1].state.terminated.exitCode",
+        ),
+        (
+            {
+                "container_statuses": (
+                    cs("a", last_state=ContainerState(running=ContainerStateRunning(started_at="now"))),
+                )
+            },  # type: ignore[arg-type]
+            "status.containerStatuses[0].lastState.running.startedAt",
+        ),
+        ({"init_container_statuses": (cs("i"), cs("i"))}, "status.initContainerStatuses[1].name"),
+        (
+            {"ephemeral_container_statuses": (cs("e").replace(ready=1),)},
+            "status.ephemeralContainerStatuses[0].ready",
+        ),
+        ({"container_statuses": {"a": cs("a")}}, "status.containerStatuses"),
+    ],
+)
+def test_validate_names_the_field(change: dict[str, Any], path: str) -> None:
+    bad = _good().replace(**change)
+    with pytest.raises(InvalidObjectError) as info:
+        validate_status(bad)
+    assert info.value.path == path
+    assert path in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_validate_refuses_what_is_not_a_status() -> None:
+    with pytest.raises(InvalidObjectError):
+        validate_status({"phase": "Running"})
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("restart_count", 2**31), ("restart_count", -1), ("restart_count", 2**70)],
+)
+def test_validate_refuses_numbers_the_api_server_refuses(field: str, value: int) -> None:
+    status = PodStatus(container_statuses=(ContainerStatus(name="a", **{field: value}),))
+    with pytest.raises(InvalidObjectError) as info:
+        validate_status(status)
+    assert info.value.path == "status.containerStatuses[0].restartCount"
+
+
+def test_validate_skips_only_parts_that_are_the_known_objects() -> None:
+    good = ContainerStatus(name="a", ready=True)
+    known = PodStatus(container_statuses=(good,), conditions=(PodCondition(type="Ready", status="True"),))
+    validate_status(known)
+    # A new element next to a known one is checked...
+    with pytest.raises(InvalidObjectError) as info:
+        validate_status(
+            known.replace(container_statuses=(good, ContainerStatus(name="b", ready="yes"))), known
+        )  # type: ignore[arg-type]
+    assert info.value.path == "status.containerStatuses[1].ready"
+    # ...and so is a known element repeated under its own name.
+    with pytest.raises(InvalidObjectError, match="Duplicate"):
+        validate_status(known.replace(container_statuses=(good, good)), known)
+    with pytest.raises(InvalidObjectError) as info:
+        validate_status(
+            known.replace(conditions=(*known.conditions, PodCondition(type="X", status="Maybe"))), known
+        )
+    assert info.value.path == "status.conditions[1].status"
