@@ -22,8 +22,10 @@ from podstatus.types import (
     PodStatus,
 )
 from podstatus.validation import (
+    POD_PHASES,
     FieldError,
     qualified_name_errors,
+    reported_status_problem,
     terminal_phase_errors,
     validate_pod_status_update,
     validate_status,
@@ -351,3 +353,14 @@ def test_validate_skips_only_parts_that_are_the_known_objects() -> None:
             known.replace(conditions=(*known.conditions, PodCondition(type="X", status="Maybe"))), known
         )
     assert info.value.path == "status.conditions[1].status"
+
+
+def test_a_reported_status_must_be_a_status_with_a_pod_phase() -> None:
+    assert [reported_status_problem(PodStatus(phase=p)) for p in POD_PHASES] == [None] * 5
+    assert reported_status_problem({"phase": "Running"}) == "expected a PodStatus, got dict"
+    assert reported_status_problem(PodStatus()) == (
+        "phase None is not one of Pending, Running, Succeeded, Failed, Unknown"
+    )
+    assert reported_status_problem(PodStatus(phase="Starting")) == (
+        "phase 'Starting' is not one of Pending, Running, Succeeded, Failed, Unknown"
+    )

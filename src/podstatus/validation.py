@@ -42,12 +42,14 @@ from .types import (
 )
 
 __all__ = [
+    "POD_PHASES",
     "TERMINAL_PHASES",
     "VALID_CONDITION_STATUSES",
     "FieldError",
     "check_container_state_transition",
     "effective_restart_policy",
     "qualified_name_errors",
+    "reported_status_problem",
     "terminal_phase_errors",
     "validate_pod_status_update",
     "validate_status",
@@ -60,6 +62,8 @@ VALID_CONDITION_STATUSES = frozenset({"True", "False", "Unknown"})
 # In the order the server lists them in an "Unsupported value" error.
 _CONDITION_STATUSES = ("False", "True", "Unknown")
 TERMINAL_PHASES = ("Succeeded", "Failed")
+# core/v1 PodPhase: what a status reported for a pod may say.
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SUBDOMAIN_MSG = (
@@ -434,6 +438,20 @@ def _validate_status(status: Any, known: PodStatus | None) -> None:
         "status.ephemeralContainerStatuses",
         known.ephemeral_container_statuses if known else None,
     )
+
+
+def reported_status_problem(status: Any) -> str | None:
+    """Why a status a node's provider reported cannot be completed, or None.
+
+    Before conditions are generated for it: it must be a PodStatus with one of
+    the pod phases (an empty phase is not one). :func:`validate_status` judges
+    the rest once the status is complete.
+    """
+    if not isinstance(status, PodStatus):
+        return f"expected a PodStatus, got {type(status).__name__}"
+    if status.phase not in POD_PHASES:
+        return f"phase {status.phase!r} is not one of {', '.join(POD_PHASES)}"
+    return None
 
 
 # --- typed transitions (SPEC 4.2 step 2) ---------------------------------------------------------
