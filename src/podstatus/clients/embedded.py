@@ -16,13 +16,13 @@ from typing import Any
 import msgspec
 
 from ..errors import BadRequestError
+from ..requestcount import RequestCounter
 from ..server.http import EmbeddedApiServer
 from ..server.registry.pods import bind
 from ..server.storage.decoding import STRATEGIC_MERGE_PATCH
 from ..server.storage.store import Store
 from ..server.storage.watch import Watch
 from ..types import Pod
-from .base import RequestCounter
 
 __all__ = ["EmbeddedClient"]
 

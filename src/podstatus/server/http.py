@@ -33,8 +33,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 
-from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
+from ..requestcount import RequestCounter
 from . import bodies, discovery, metricsapi, negotiation, reviews, security
 from .audit import AuditLog
 from .fieldmanager import apply as _apply

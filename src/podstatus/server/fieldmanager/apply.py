@@ -39,9 +39,8 @@ from typing import Any
 
 import yaml
 
-from ...errors import ApiError, ConflictError, UnprocessableEntityError, status_body
+from ...errors import ApiError, BadRequestError, ConflictError, UnprocessableEntityError, status_body
 from .. import yamlbounds
-from ..storage.errors import bad_request
 from . import fieldschema
 from . import fieldsets as fs
 from .fieldsets import FieldSetError, Node, Schema
@@ -516,7 +515,8 @@ def _conflict_error(managers: Managers, conflicts: Mapping[tuple[str, str, str, 
 
 
 def _bad_request(message: str) -> Exception:
-    return bad_request(message)
+    # Worded here, not imported from the store's errors: the store calls the field manager.
+    return BadRequestError(message, status=status_body(400, "BadRequest", message))
 
 
 def parse_apply_body(body: bytes | str | Mapping[str, Any]) -> dict[str, Any]:

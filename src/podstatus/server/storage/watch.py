@@ -17,7 +17,7 @@ from .objects import Event, Stored
 from .strategy import ResourceInfo
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .tables import Tables
 
 __all__ = ["Watch", "matches", "parse_selectors"]
 
@@ -56,7 +56,7 @@ class Watch:
 
     def __init__(
         self,
-        store: Store,
+        store: Tables,
         info: ResourceInfo,
         namespace: str | None,
         label_selector: LabelSelector | None,
