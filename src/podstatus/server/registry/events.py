@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...validation import qualified_name_errors
 from ..selectors import FIELD_GETTERS, SELECTED_FIELDS
 from ..storage.errors import FieldError
-from ..storage.meta import qualified_name_errors
 from ..storage.strategy import ResourceInfo, Strategy, register
 from .wire import REF_FIELDS, Decoder, meta_field, nested_field, reference, source, top_field
 

@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ...validation import qualified_name_errors
 from ..storage.errors import FieldError, unsupported
-from ..storage.meta import qualified_name_errors
 from ..storage.strategy import ResourceInfo, Strategy, register
 from .wire import Decoder
 

@@ -6,13 +6,13 @@ the pod strategy (:mod:`.pods`) calls them, the tables of tests/server/registry 
 
 from __future__ import annotations
 
-import functools
-import ipaddress
 from typing import Any
 
 from ...qos import compute_pod_qos
+from ...validation import TERMINAL_PHASES as TERMINAL
+from ...validation import validate_pod_status_update
 from ..storage.errors import FieldError, bad_request, go_json_type, unsupported
-from ..storage.meta import DNS1123_LABEL, LABEL_MSG, qualified_name_errors
+from ..storage.meta import DNS1123_LABEL, LABEL_MSG
 
 __all__ = [
     "ADMITTED_SPEC",
@@ -26,9 +26,6 @@ __all__ = [
     "validate_pod_spec",
     "validate_pod_status",
 ]
-
-_CONDITION_STATUSES = ("False", "True", "Unknown")
-TERMINAL = ("Succeeded", "Failed")
 
 
 def _image_pull_policy(image: str) -> str:
@@ -193,143 +190,12 @@ def _check_ports(ports: Any, path: str, errors: list[FieldError]) -> None:
             errors.append(FieldError(f"{path}[{i}].hostPort", "Invalid value", host, _PORT_RANGE_MSG))
 
 
-_IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
-_IP_FAMILY_MSG = "may specify no more than one IP for each IP family"
-
-
-def _ip_version(value: Any) -> int:
-    """4 or 6 for a valid IP address, 0 otherwise (Go's net.ParseIP: no zones)."""
-    if not isinstance(value, str) or not value or "%" in value:
-        return 0
-    return _ip_text_version(value)
-
-
-@functools.lru_cache(maxsize=4096)
-def _ip_text_version(value: str) -> int:
-    # Cached: a node reports the same few addresses in every status write (ipaddress is slow).
-    try:
-        return ipaddress.ip_address(value).version
-    except ValueError:
-        return 0
-
-
-def _check_ips(status: dict[str, Any], key: str, errors: list[FieldError]) -> None:
-    """validatePodIPs / validateHostIPs of kube-apiserver v1.37.2."""
-    items = status.get(key)
-    if not items or not isinstance(items, list):
-        return
-    ips = [item.get("ip") if isinstance(item, dict) else None for item in items]
-    if key == "hostIPs" and ips[0] != (status.get("hostIP") or ""):
-        errors.append(
-            FieldError("status.hostIPs[0].ip", "Invalid value", ips[0], "must be equal to `hostIP`")
-        )
-    versions = []
-    for i, ip in enumerate(ips):
-        version = _ip_version(ip)
-        if not version:
-            errors.append(FieldError(f"status.{key}[{i}]", "Invalid value", ip or "", _IP_MSG))
-        versions.append(version)
-    if len(ips) > 1 and (len(ips) > 2 or 4 not in versions or 6 not in versions):
-        listed = [{"IP": ip or ""} for ip in ips]
-        errors.append(FieldError(f"status.{key}", "Invalid value", listed, _IP_FAMILY_MSG))
-
-
-def _terminated_exit(statuses: Any) -> dict[str, int | None]:
-    """name -> exit code of containers whose state is terminated."""
-    out: dict[str, int | None] = {}
-    for cs in statuses or ():
-        if isinstance(cs, dict):
-            term = (cs.get("state") or {}).get("terminated")
-            if isinstance(term, dict):
-                out[str(cs.get("name"))] = term.get("exitCode")
-    return out
-
-
-_SYSTEM_CONDITIONS = frozenset({"PodScheduled", "Ready", "Initialized"})
-_NON_NEGATIVE = "must be a non-negative integer"
-
-
 def validate_pod_status(
     old: dict[str, Any], new: dict[str, Any], errors: list[FieldError], *, strict: bool = True
 ) -> None:
-    """ValidatePodStatusUpdate of kube-apiserver v1.37.2; ``strict`` adds podstatus's own checks
-    (a terminal phase never moves back, condition statuses are True/False/Unknown, restart
-    counts are never negative)."""
-    old_status = old.get("status") or {}
-    status = new.get("status") or {}
-    if not isinstance(status, dict):
-        return
-    conditions = status.get("conditions") or ()
-    if strict:
-        if old_status.get("phase") in TERMINAL and status.get("phase") not in TERMINAL:
-            errors.append(
-                FieldError("status.phase", "Forbidden", detail="cannot transition from a terminal phase")
-            )
-        for i, cond in enumerate(conditions):
-            value = cond.get("status") if isinstance(cond, dict) else None
-            if value not in _CONDITION_STATUSES:
-                errors.append(unsupported(f"status.conditions[{i}].status", value, _CONDITION_STATUSES))
-    for i, cond in enumerate(conditions):
-        generation = cond.get("observedGeneration") if isinstance(cond, dict) else None
-        if isinstance(generation, int) and generation < 0:
-            errors.append(FieldError(f"status.conditions[{i}].observedGeneration", "Invalid value",
-                                     generation, _NON_NEGATIVE))  # fmt: skip
-        kind = cond.get("type") if isinstance(cond, dict) else None
-        if kind in _SYSTEM_CONDITIONS:
-            continue
-        kind = kind if isinstance(kind, str) else ""
-        for msg in qualified_name_errors(kind):
-            errors.append(FieldError(f"status.conditions[{i}].Type", "Invalid value", kind, msg))
-    generation = status.get("observedGeneration")
-    if isinstance(generation, int) and generation < 0:
-        errors.append(FieldError("status.observedGeneration", "Invalid value", generation, _NON_NEGATIVE))
-    qos, old_qos = status.get("qosClass") or "", old_status.get("qosClass") or ""
-    if qos != old_qos:
-        errors.append(FieldError("status.qosClass", "Invalid value", qos, "field is immutable"))
-    _check_state_transitions(old, status, errors)
-    _check_ips(status, "podIPs", errors)
-    _check_ips(status, "hostIPs", errors)
-    if strict:
-        # The API documents restart counts as never negative; kube-apiserver v1.37.2 does not check.
-        for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
-            for i, cs in enumerate(status.get(key) or ()):
-                count = cs.get("restartCount") if isinstance(cs, dict) else None
-                if isinstance(count, int) and count < 0:
-                    errors.append(FieldError(f"status.{key}[{i}].restartCount", "Invalid value", count,
-                                             "must be greater than or equal to 0"))  # fmt: skip
-
-
-def _check_state_transitions(old: dict[str, Any], status: dict[str, Any], errors: list[FieldError]) -> None:
-    """A container that may not restart may not leave the terminated state (ValidateContainerStateTransition)."""
-    old_status = old.get("status") or {}
-    policy = (old.get("spec") or {}).get("restartPolicy") or "Always"
-    if policy == "Always":
-        return
-    for key in ("containerStatuses", "initContainerStatuses"):
-        before = _terminated_exit(old_status.get(key))
-        if not before:
-            continue
-        sidecars: set[str] = set()
-        if key == "initContainerStatuses":
-            for c in (old.get("spec") or {}).get("initContainers") or ():
-                if isinstance(c, dict) and c.get("restartPolicy") == "Always":
-                    sidecars.add(str(c.get("name")))
-        for i, cs in enumerate(status.get(key) or ()):
-            if not isinstance(cs, dict):
-                continue
-            name = str(cs.get("name"))
-            if name not in before or name in sidecars:
-                continue
-            if policy == "OnFailure" and before[name] != 0:
-                continue
-            if not isinstance((cs.get("state") or {}).get("terminated"), dict):
-                errors.append(
-                    FieldError(
-                        f"status.{key}[{i}].state",
-                        "Forbidden",
-                        detail="may not be transitioned to non-terminated state",
-                    )
-                )
+    """ValidatePodStatusUpdate of kube-apiserver v1.37.2 (and, ``strict``, podstatus's own
+    rules), from pod status validation's one home, :mod:`podstatus.validation`."""
+    errors.extend(validate_pod_status_update(old, new, strict=strict))
 
 
 _MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")

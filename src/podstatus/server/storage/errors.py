@@ -11,6 +11,9 @@ from typing import Any
 
 from ...errors import BadRequestError, ConflictError, NotFoundError, UnprocessableEntityError, status_body
 
+# Pod status validation words field errors too: one FieldError for both (podstatus.validation).
+from ...validation import FieldError
+
 __all__ = [
     "MODIFIED",
     "FieldError",
@@ -55,58 +58,6 @@ MODIFIED = "the object has been modified; please apply your changes to the lates
 
 def bad_request(message: str) -> BadRequestError:
     return BadRequestError(message, status=status_body(400, "BadRequest", message))
-
-
-def _go_value(value: Any) -> str:
-    if isinstance(value, str):
-        return json.dumps(value)
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | dict):
-        # Go's field.Error prints composite values as JSON.
-        return json.dumps(value, separators=(",", ":"))
-    return str(value)
-
-
-class FieldError:
-    """One ``field.Error`` of the real server's validation."""
-
-    __slots__ = ("detail", "field", "type", "value")
-
-    _REASONS = {
-        "Required value": "FieldValueRequired",
-        "Invalid value": "FieldValueInvalid",
-        "Duplicate value": "FieldValueDuplicate",
-        "Unsupported value": "FieldValueNotSupported",
-        "Forbidden": "FieldValueForbidden",
-        "Too long": "FieldValueTooLong",
-    }
-
-    def __init__(self, field: str, type: str, value: Any = None, detail: str = "") -> None:
-        self.field = field
-        self.type = type
-        self.value = value
-        self.detail = detail
-
-    def body(self) -> str:
-        if self.type in ("Required value", "Forbidden", "Too long"):
-            return f"{self.type}: {self.detail}" if self.detail else self.type
-        if self.type == "Duplicate value":
-            return f"{self.type}: {_go_value(self.value)}"
-        text = f"{self.type}: {_go_value(self.value)}"
-        return f"{text}: {self.detail}" if self.detail else text
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.body()}"
-
-    def cause(self) -> dict[str, str]:
-        return {
-            "reason": self._REASONS.get(self.type, "FieldValueInvalid"),
-            "message": self.body(),
-            "field": self.field,
-        }
 
 
 def invalid(kind: str, name: str, errors: list[FieldError], group: str = "") -> UnprocessableEntityError:

@@ -5,11 +5,11 @@ The messages are those of k8s.io/apimachinery's validation (kube-apiserver v1.37
 
 from __future__ import annotations
 
-import functools
 import re
 from datetime import UTC, datetime
 from typing import Any
 
+from ...validation import qualified_name_errors
 from .errors import FieldError
 
 __all__ = [
@@ -56,55 +56,12 @@ def check_label_name(value: str, field: str, errors: list[FieldError]) -> None:
         errors.append(FieldError(field, "Invalid value", value, LABEL_MSG))
 
 
-# Kubernetes qualified names (condition types, label and annotation keys).
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    f"alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
-    f"is '{_QUALIFIED_FMT}')"
-)
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _LABEL_VALUE_MSG = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
     "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
     "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
-
-
-@functools.lru_cache(maxsize=4096)
-def qualified_name_errors(value: str) -> tuple[str, ...]:
-    """IsQualifiedName of k8s.io/apimachinery (the messages of kube-apiserver v1.37.2); cached,
-    as the same condition types come in every status write."""
-    return tuple(_qualified_name_errors(value))
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix.encode()) > 253:
-                errs.append("prefix part must be no more than 253 bytes")
-            if not DNS1123_SUBDOMAIN.match(prefix):
-                errs.append("prefix part " + SUBDOMAIN_MSG)
-    else:
-        return [
-            "a valid label key " + _QUALIFIED_MSG
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]  # fmt: skip
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name.encode()) > 63:
-        errs.append("name part must be no more than 63 bytes")
-    if not _QUALIFIED_NAME.match(name):
-        errs.append("name part " + _QUALIFIED_MSG)
-    return errs
 
 
 def check_labels(meta: dict[str, Any], errors: list[FieldError]) -> None:
