@@ -37,7 +37,7 @@ from ..errors import ApiError, GoneError, status_body
 from ..requestcount import RequestCounter
 from . import bodies, discovery, metricsapi, negotiation, reviews, security
 from .audit import AuditLog
-from .fieldmanager import apply as _apply
+from .fieldmanager import options as fieldoptions
 from .fieldmanager import schema
 from .proxy import KubeletClientConfig, KubeletProxy, Takeover
 from .registry.pods import bind, evict, eviction_options
@@ -349,8 +349,8 @@ class ApiHandler:
         manager: str | None = None
         if method in ("POST", "PUT", "PATCH"):
             given = req.query.get("fieldManager")
-            _apply.validate_field_manager(method, given, apply=applying, force=req.query.get("force"))
-            manager = _apply.manager_or_user_agent(given, req.header("user-agent"))
+            fieldoptions.validate_field_manager(method, given, apply=applying, force=req.query.get("force"))
+            manager = fieldoptions.manager_or_user_agent(given, req.header("user-agent"))
         if watch_path or (name is None and method == "GET" and _flag(req.query.get("watch"))):
             if method != "GET":
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)

@@ -6,13 +6,19 @@ finalizers of an object being deleted, ObjectMeta validation. Pure functions ove
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Mapping
 from typing import Any
 
+from ...errors import ApiError, NotFoundError, status_body
 from .errors import MODIFIED, FieldError, bad_request, conflict
 from .meta import SERVER_META, check_labels
+from .objects import Stored
 from .strategy import ResourceInfo
 
-__all__ = ["before_create", "before_update", "registry_key"]
+__all__ = ["before_create", "before_update", "check_subresource", "generate_name", "registry_key"]
+
+_GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def registry_key(info: ResourceInfo, ns: str, name: str) -> str:
@@ -103,3 +109,24 @@ def before_update(
     if meta.get("labels") != cur_meta.get("labels") or meta.get("annotations") != cur_meta.get("annotations"):
         check_labels(meta, errors)
     return meta, errors, requested
+
+
+def check_subresource(info: ResourceInfo, subresource: str | None) -> None:
+    """404 unless the resource serves ``subresource`` (status, or one its strategy writes)."""
+    if subresource and subresource in info.strategy.subresources:
+        return  # one the kind's strategy writes (pods/resize)
+    if subresource not in (None, "", "status") or (not info.has_status and subresource):
+        message = "the server could not find the requested resource"
+        status = status_body(404, "NotFound", message)
+        status["details"] = {}
+        raise NotFoundError(message, status=status)
+
+
+def generate_name(prefix: str, bucket: Mapping[str, Stored]) -> str:
+    """``prefix`` and five random characters, a name not in ``bucket`` (generateName)."""
+    prefix = prefix[: 253 - 5]
+    for _ in range(100):
+        name = prefix + "".join(random.choices(_GENERATE_CHARS, k=5))
+        if name not in bucket:
+            return name
+    raise ApiError("could not generate a unique name", code=500, reason="InternalError")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import builtins
 import heapq
 import logging
-import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -28,13 +27,13 @@ from typing import Any
 import msgspec
 
 from ...errors import (
-    ApiError,
     MethodNotAllowedError,
     NotFoundError,
     UnsupportedMediaTypeError,
     status_body,
 )
 from ..fieldmanager import apply as _apply
+from ..fieldmanager import options as fieldoptions
 from ..fieldmanager import schema
 from ..selectors import FieldSelector, LabelSelector
 from .decoding import (
@@ -66,7 +65,7 @@ from .listing import (
 from .meta import MAX_TIMESTAMP, parse_rfc3339, rfc3339
 from .objects import Stored, WriteOptions
 from .patching import decode_patch, patch_kind, patched
-from .rest import before_create, before_update
+from .rest import before_create, before_update, check_subresource, generate_name
 from .strategy import RESOURCES, ResourceInfo
 from .tables import Tables
 from .watch import Watch, matches, parse_selectors
@@ -79,8 +78,6 @@ log = logging.getLogger(__name__)
 
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
-
-_GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def _dry_run_result(stored: Stored, rv: int) -> Stored:
@@ -308,7 +305,7 @@ class Store(Tables):
             self._maybe_reap()
             bucket = self._bucket(info, namespace)
             if not name:
-                name = self._generate_name(generate[: strategy.name_limit - 5], bucket)
+                name = generate_name(generate[: strategy.name_limit - 5], bucket)
                 meta["name"] = name
                 check: builtins.list[FieldError] = []
                 strategy.check_name(name, check)
@@ -357,7 +354,7 @@ class Store(Tables):
         """Replace an object (PUT); with ``subresource="status"`` only its status changes.
         ``field_manager`` tracks the write in ``managedFields``."""
         info = self._info(resource)
-        self._check_subresource(info, subresource)
+        check_subresource(info, subresource)
         opts = options if options is not None else WriteOptions(field_validation="Ignore")
         obj = private_copy(body, info)
         decode_body(info, obj, opts, raw=body)
@@ -399,7 +396,7 @@ class Store(Tables):
         ``managedFields``; an apply patch needs it (see :meth:`apply`).
         """
         info = self._info(resource)
-        self._check_subresource(info, subresource)
+        check_subresource(info, subresource)
         kind = patch_kind(patch_type)
         if kind == APPLY_PATCH:
             if isinstance(patch, list):
@@ -454,12 +451,12 @@ class Store(Tables):
         :mod:`podstatus.server.fieldmanager.apply`.
         """
         info = self._info(resource)
-        self._check_subresource(info, subresource)
+        check_subresource(info, subresource)
         if info.strategy.converts:
             # Stored in another version's form: apply would have to merge and own fields in both.
             message = f"server-side apply is not supported for {info.key} by this server"
             raise UnsupportedMediaTypeError(message, status=status_body(415, "UnsupportedMediaType", message))
-        _apply.validate_field_manager("PATCH", field_manager, apply=True, force=None)
+        fieldoptions.validate_field_manager("PATCH", field_manager, apply=True, force=None)
         manager = field_manager or ""
         opts = options if options is not None else WriteOptions(field_validation="Ignore")
         config = _apply.parse_apply_body(body)
@@ -597,25 +594,6 @@ class Store(Tables):
         if current is None:
             raise not_found(info.key, name)
         return current
-
-    @staticmethod
-    def _check_subresource(info: ResourceInfo, subresource: str | None) -> None:
-        if subresource and subresource in info.strategy.subresources:
-            return  # one the kind's strategy writes (pods/resize)
-        if subresource not in (None, "", "status") or (not info.has_status and subresource):
-            message = "the server could not find the requested resource"
-            status = status_body(404, "NotFound", message)
-            status["details"] = {}
-            raise NotFoundError(message, status=status)
-
-    @staticmethod
-    def _generate_name(prefix: str, bucket: Mapping[str, Stored]) -> str:
-        prefix = prefix[: 253 - 5]
-        for _ in range(100):
-            name = prefix + "".join(random.choices(_GENERATE_CHARS, k=5))
-            if name not in bucket:
-                return name
-        raise ApiError("could not generate a unique name", code=500, reason="InternalError")
 
     def _write(
         self,
