@@ -22,12 +22,12 @@ from nodekit import make_agent, pod_manifest, wait_for
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.node import FakeProvider, NodeAgent
 from podstatus.node.kubeletapi import (
-    INBOUND_LIMIT,
     KubeletAPIConfig,
     KubeletAPIServer,
     metrics_from_summary,
     parse_log_options,
 )
+from podstatus.node.kubeletapi.streams import INBOUND_LIMIT
 from podstatus.server.http import EmbeddedApiServer
 from podstatus.server.security import generate_ca
 
