@@ -46,6 +46,8 @@ def test_pages_of_several_runs_make_one_page(tmp_path: Path) -> None:
     assert runs.main([*map(str, pages), "--write", str(out)]) == 0
     data = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert [r["kubelet_api"] for r in data["results"]] == [True, False]
+    assert [i["command"] for i in data["invocations"]][:2] == ["c", "c"]  # each run's, then the merge
+    assert data["invocations"][2]["command"].startswith("python -m bench.scale.runs ")
     text = out.read_text(encoding="utf-8")
     assert "**kubelet API on / off**" in text
     assert "median CPU at rest 4.00 against 3.90 s/min: +3 % with the kubelet API" in text

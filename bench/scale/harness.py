@@ -1476,13 +1476,14 @@ def save(
     path: Path,
     results: list[RunResult],
     notes: list[tuple[str, str]],
-    invocation: dict[str, str],
+    invocation: dict[str, str] | list[dict[str, str]],
     *,
     add: bool,
 ) -> None:
-    """Write ``path`` (markdown) and its ``.json`` twin; ``add`` keeps the earlier runs of other sizes."""
+    """Write ``path`` (markdown) and its ``.json`` twin; ``add`` keeps the earlier runs of other sizes.
+    ``invocation``: the command that made the results (or the commands, in order)."""
     twin = path.with_suffix(".json")
-    invocations = [invocation]
+    invocations = [invocation] if isinstance(invocation, dict) else list(invocation)
     if add and twin.exists():
         old = json.loads(twin.read_text(encoding="utf-8"))
         fresh = {_key(r) for r in results} | {label for label, _ in notes}

@@ -16,6 +16,7 @@ import argparse
 import json
 import statistics
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .harness import (
@@ -23,6 +24,7 @@ from .harness import (
     _contender,
     _key,
     _per_minute,
+    git_commit,
     requests_without_renewals,
     save,
 )
@@ -105,18 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     results, invocations = load(args.pages)
     rows, notes = combine(results)
     command = "python -m bench.scale.runs " + " ".join(argv if argv is not None else sys.argv[1:])
-    save(
-        Path(args.write),
-        rows,
-        notes,
-        {
-            "command": command,
-            "started": min(i["started"] for i in invocations),
-            "commit": ", ".join(dict.fromkeys(i["commit"] for i in invocations)),
-            "machine": "; ".join(f"{i['started']}: {i['machine']}" for i in invocations),
-        },
-        add=args.add,
-    )
+    # The runs' own commands first, then this one, which chose the rows from them.
+    this = {
+        "command": command,
+        "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": git_commit(),
+        "machine": "(no run: the rows above, the median run of each label)",
+    }
+    save(Path(args.write), rows, notes, [*invocations, this], add=args.add)
     return 0
 
 
