@@ -47,6 +47,9 @@ def test_scale_smoke_on_the_embedded_server(tmp_path: Path) -> None:
     assert result.not_ready_samples == 0 and result.stale_lease_samples == 0
     assert result.cpu_s is not None and result.cpu_s > 0
     assert result.peak_rss is not None and result.peak_rss > 10 * 2**20
+    # The hold: its length and the contender's CPU over it (no follow phase here).
+    assert result.hold_s == 1.5 and result.hold_cpu_s is not None
+    assert result.follow_streams == 0
 
 
 @needs_node

@@ -1043,13 +1043,13 @@ def run_once(
             finish = at_rest(proc.pid, hold) if at_rest is not None else None
             time.sleep(hold)
             result.hold_cpu_s = proc_cpu_seconds(proc.pid) - cpu_hold
+            result.hold_s = hold
             if finish is not None:
                 finish()
         if follow and result.kubelet_api and getattr(server, "kubelet_client_ca", None) is not None:
             follow_phase(
                 result, server.kubeconfig, proc.pid, follow, hold if follow_hold is None else follow_hold
             )
-            result.hold_s = hold
 
         t_delete = time.monotonic()
         try:
