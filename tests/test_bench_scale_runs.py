@@ -40,7 +40,7 @@ def test_pages_of_several_runs_make_one_page(tmp_path: Path) -> None:
     pages = []
     for i, result in enumerate([_run(True, 4.0, 1.0), _run(False, 3.9, 1.0)]):
         page = tmp_path / f"run-{i}.md"
-        harness.save(page, [result], [], invocation, add=False)
+        harness.save(page, [result], [("label", f"note of run {i}")], invocation, add=False)
         pages.append(page)
     out = tmp_path / "scale.md"
     assert runs.main([*map(str, pages), "--write", str(out)]) == 0
@@ -50,4 +50,5 @@ def test_pages_of_several_runs_make_one_page(tmp_path: Path) -> None:
     assert data["invocations"][2]["command"].startswith("python -m bench.scale.runs ")
     text = out.read_text(encoding="utf-8")
     assert "**kubelet API on / off**" in text
+    assert "- label: note of run 0" in text and "- label: note of run 1" in text
     assert "median CPU at rest 4.00 against 3.90 s/min: +3 % with the kubelet API" in text

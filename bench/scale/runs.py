@@ -30,15 +30,17 @@ from .harness import (
 )
 
 
-def load(paths: list[Path]) -> tuple[list[RunResult], list[dict[str, str]]]:
-    """Every run of the given pages (their ``.json`` twins), and the invocations that made them."""
+def load(paths: list[Path]) -> tuple[list[RunResult], list[dict[str, str]], list[tuple[str, str]]]:
+    """Every run of the given pages (their ``.json`` twins), the invocations that made them, their notes."""
     results: list[RunResult] = []
     invocations: list[dict[str, str]] = []
+    notes: list[tuple[str, str]] = []
     for path in paths:
         data = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
         results += [RunResult(**d) for d in data["results"]]
         invocations += data["invocations"]
-    return results, invocations
+        notes += [(label, text) for label, text in data["notes"]]
+    return results, invocations, notes
 
 
 def _median(values: list[float]) -> float | None:
@@ -104,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", required=True, help="the page to write (docs/scale.md)")
     parser.add_argument("--add", action="store_true", help="keep the runs of other labels already there")
     args = parser.parse_args(argv)
-    results, invocations = load(args.pages)
+    results, invocations, kept = load(args.pages)
     rows, notes = combine(results)
+    notes = kept + notes
     command = "python -m bench.scale.runs " + " ".join(argv if argv is not None else sys.argv[1:])
     # The runs' own commands first, then this one, which chose the rows from them.
     this = {
