@@ -68,7 +68,7 @@ def test_the_kubelet_api_adds_no_request_and_the_node_is_true_from_its_first_pos
             wait_for(
                 lambda a=agent, n=node: a.pods.get_pod_by_name("default", f"web-{n}"),
                 what=f"web-{node} taken",
-            )  # type: ignore[misc]
+            )
         # The node with the API serves its routes; nothing of it reaches the API server.
         assert api.tls is not None
         admin = issue_client_cert(ca_pem, ca_key, "kube-apiserver-kubelet-client", ("system:masters",))
