@@ -1475,7 +1475,7 @@ def requests_detail(results: list[RunResult], attribute: str = "requests_by_reso
     if not keys:
         return ""
     first = "verb resource" + (" code" if attribute == "errors" else "")
-    header = [first, *[f"{r.contender} {_size(r)}" for r in results]]
+    header = [first, *[f"{_contender(r)} {_size(r)}" for r in results]]
     rows = [[k, *[str(c.get(k, 0)) for c in counts]] for k in keys]
     return markdown_table(header, rows)
 
@@ -1754,6 +1754,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    commit = git_commit()  # the code that runs, not what the tree holds when the runs end
     load_at_start = machine()
     base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="podstatus-scale-"))
     names = [n.strip() for n in args.contenders.split(",") if n.strip()]
@@ -1837,7 +1838,7 @@ def main(argv: list[str] | None = None) -> int:
         invocation = {
             "command": command.strip(),
             "started": started,
-            "commit": git_commit(),
+            "commit": commit,
             "machine": load_at_start,
         }
         save(Path(args.write), results, notes, invocation, add=args.add)
