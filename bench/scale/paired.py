@@ -21,7 +21,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .harness import (
     NAMESPACE,
@@ -55,6 +57,117 @@ def start_node(
         return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
 
 
+@dataclass
+class Window:
+    load: float  # the machine's 1-minute load average as the window began
+    on: float  # CPU-seconds of the process with the kubelet API over the window
+    off: float  # ... and of the one without
+
+    @property
+    def ratio(self) -> float:
+        return self.on / self.off if self.off else float("nan")
+
+
+@dataclass
+class Paired:
+    nodes: int
+    pods: int
+    seconds: float  # per window
+    windows: list[Window] = field(default_factory=list)
+    peak_rss_mib: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def median_ratio(self) -> float:
+        return statistics.median(w.ratio for w in self.windows)
+
+
+def measure(server: Any, nodes: int, pods: int, windows: int, seconds: float, workdir: Path) -> Paired:
+    """Both node processes on ``server`` (a fresh API server of the harness), pods up, then the windows."""
+    ca = getattr(server, "kubelet_client_ca", None)
+    if ca is None:
+        raise RuntimeError("the API server has no kubelet client CA: the nodes could not trust it")
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        for mode, prefix in PREFIXES.items():
+            procs[mode] = start_node(server.kubeconfig, prefix, nodes, mode == "on", ca, workdir)
+        names = [f"{prefix}-{i}" for prefix in PREFIXES.values() for i in range(1, nodes + 1)]
+        driver = server.driver()
+        deadline = time.monotonic() + 120 + nodes * 0.2
+        while True:
+            listed, _ = driver.list_nodes()
+            ready = {
+                n["metadata"]["name"]
+                for n in listed
+                if any(
+                    c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in (n.get("status") or {}).get("conditions") or ()
+                )
+            }
+            if ready >= set(names):
+                break
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs.values()):
+                raise RuntimeError(f"only {len(ready)}/{len(names)} nodes Ready (logs in {workdir})")
+            time.sleep(0.5)
+        # Pod i on node i % (2N): the two processes get every other pod, the same mix of kinds.
+        manifests = [pod_manifest(i, names[i % len(names)]) for i in range(pods)]
+        with PodCreator(server.kubeconfig, manifests, 8, workdir) as creator:
+            creates = creator.run(600)
+        if creates.failures:
+            raise RuntimeError(f"{len(creates.failures)} creates failed, e.g. {creates.failures[0]}")
+        deadline = time.monotonic() + 600
+        while True:
+            listed_pods, _ = driver.list_pods(NAMESPACE)
+            up = sum(1 for p in listed_pods if p.status.phase in ("Running", "Succeeded"))
+            if up >= pods:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {up}/{pods} pods up")
+            time.sleep(0.5)
+        driver.close()
+        time.sleep(seconds)  # the last status writes settle
+        result = Paired(nodes, pods, seconds)
+        for w in range(windows):
+            before = {m: proc_cpu_seconds(p.pid) for m, p in procs.items()}
+            load = os.getloadavg()[0]
+            time.sleep(seconds)
+            used = {m: proc_cpu_seconds(p.pid) - before[m] for m, p in procs.items()}
+            result.windows.append(Window(load, used["on"], used["off"]))
+            log.info("window %d: load %.1f, on %.2f s, off %.2f s", w + 1, load, used["on"], used["off"])
+        result.peak_rss_mib = {m: proc_peak_rss(p.pid) / 2**20 for m, p in procs.items()}
+        return result
+    finally:
+        for p in procs.values():
+            p.terminate()
+        for p in procs.values():
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+
+def render(result: Paired) -> str:
+    """The windows as a markdown table, then the median ratio and the peak RSS of both."""
+    per_min = 60 / result.seconds
+    lines = [
+        f"{result.nodes} nodes and {result.pods // 2} pods per process, "
+        f"{len(result.windows)} windows of {result.seconds:.0f} s",
+        "",
+        "| window | load | kubelet API on (s/min) | off (s/min) | on / off |",
+        "|---|---|---|---|---|",
+    ]
+    for i, w in enumerate(result.windows, 1):
+        lines.append(f"| {i} | {w.load:.1f} | {w.on * per_min:.2f} | {w.off * per_min:.2f} | {w.ratio:.3f} |")
+    median = result.median_ratio
+    rss = result.peak_rss_mib
+    lines += [
+        "",
+        f"median on / off: {median:.3f} ({100 * (median - 1):+.1f} %); "
+        f"peak RSS on {rss.get('on', 0):.0f} MiB, off {rss.get('off', 0):.0f} MiB",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000, help="nodes of each process")
@@ -67,87 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="podstatus-paired-"))
     workdir.mkdir(parents=True, exist_ok=True)
     server = RealApiServer(workdir / "apiserver")
-    procs: dict[str, subprocess.Popen[bytes]] = {}
     try:
-        assert server.kubelet_client_ca is not None
-        for mode, prefix in PREFIXES.items():
-            procs[mode] = start_node(
-                server.kubeconfig, prefix, args.nodes, mode == "on", server.kubelet_client_ca, workdir
-            )
-        names = [f"{prefix}-{i}" for prefix in PREFIXES.values() for i in range(1, args.nodes + 1)]
-        driver = server.driver()
-        deadline = time.monotonic() + 120 + args.nodes * 0.2
-        while True:
-            listed, _ = driver.list_nodes()
-            ready = {
-                n["metadata"]["name"]
-                for n in listed
-                if any(
-                    c.get("type") == "Ready" and c.get("status") == "True"
-                    for c in n["status"].get("conditions") or ()
-                )
-            }
-            if ready >= set(names):
-                break
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs.values()):
-                raise RuntimeError(f"only {len(ready)}/{len(names)} nodes Ready")
-            time.sleep(1)
-        # Pod i on node i % (2N): the two processes get every other pod, the same mix of kinds.
-        manifests = [pod_manifest(i, names[i % len(names)]) for i in range(args.pods)]
-        with PodCreator(server.kubeconfig, manifests, 8, workdir) as creator:
-            creates = creator.run(600)
-        if creates.failures:
-            raise RuntimeError(f"{len(creates.failures)} creates failed, e.g. {creates.failures[0]}")
-        # Up: every long-running pod Running and Ready (the driver's list, not a watch: once).
-        deadline = time.monotonic() + 600
-        while True:
-            pods, _ = driver.list_pods(NAMESPACE)
-            up = sum(1 for p in pods if p.status.phase in ("Running", "Succeeded"))
-            if up >= args.pods:
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"only {up}/{args.pods} pods up")
-            time.sleep(2)
-        time.sleep(args.window)  # the last status writes settle
-        rows = []
-        for w in range(args.windows):
-            before = {m: proc_cpu_seconds(p.pid) for m, p in procs.items()}
-            load = os.getloadavg()[0]
-            time.sleep(args.window)
-            used = {m: proc_cpu_seconds(p.pid) - before[m] for m, p in procs.items()}
-            ratio = used["on"] / used["off"] if used["off"] else float("nan")
-            rows.append((load, used["on"], used["off"], ratio))
-            log.info(
-                "window %d: load %.1f, on %.2f s, off %.2f s, on/off %.3f",
-                w + 1,
-                load,
-                used["on"],
-                used["off"],
-                ratio,
-            )
-        rss = {m: proc_peak_rss(p.pid) / 2**20 for m, p in procs.items()}
-        print(
-            f"{args.nodes} nodes and {args.pods // 2} pods per process, {args.windows} windows of {args.window:.0f} s"
-        )
-        print("| window | load | kubelet API on (s/min) | off (s/min) | on / off |")
-        print("|---|---|---|---|---|")
-        for i, (load, on, off, ratio) in enumerate(rows, 1):
-            per_min = 60 / args.window
-            print(f"| {i} | {load:.1f} | {on * per_min:.2f} | {off * per_min:.2f} | {ratio:.3f} |")
-        median = statistics.median(r[3] for r in rows)
-        print(
-            f"median on / off: {median:.3f} ({100 * (median - 1):+.1f} %); peak RSS on {rss['on']:.0f} MiB, off {rss['off']:.0f} MiB"
-        )
-        return 0
+        result = measure(server, args.nodes, args.pods, args.windows, args.window, workdir)
     finally:
-        for p in procs.values():
-            p.terminate()
-        for p in procs.values():
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
         server.stop()
+    print(render(result))
+    return 0
 
 
 if __name__ == "__main__":
