@@ -1644,7 +1644,9 @@ node. Its *API requests* cell gives both runs' requests without the Lease renewa
 every 10 s: they grow with the length of the run, which moves with the machine's load), its
 *of which Events* cell each one's requests per minute over the hold (from the audit log's
 timestamps: at rest, what the node costs the API server), and its *missed heartbeats* cell the
-renewals per node per minute of each.
+renewals per node per minute of each. Runs one after another move with the machine's load by more than the API
+costs at rest: `python -m bench.scale.paired` runs both at once on one kube-apiserver and reads
+their CPU over the same windows (its figures: docs/design.md, "The kubelet API on every node").
 
 {table}
 
