@@ -190,6 +190,7 @@ class LoopWork:
         self.waits: list[float] = []  # what next_wait answers, one per call (then 3600)
         self.again: set[str] = set()  # keys whose sync asks for another pass
         self.fail_passes = 0
+        self.dropped: list[list[str]] = []  # what was still queued as each run ended
         self.gate = threading.Event()
         self.gate.set()
         self.stopping = Flag()
@@ -201,6 +202,7 @@ class LoopWork:
             next_wait=self.next_wait,
             take=self.take,
             sync=self.sync,
+            stopped=lambda: self.dropped.append(self.queue.drop()),
         )
 
     def start(self) -> bool:
@@ -326,6 +328,7 @@ def test_own_loop_stop_joins_its_threads() -> None:
     assert len(started) == 3
     assert w.stop() == []
     assert not any(t.is_alive() for t in started)
+    assert w.dropped == [[]]
     # Stopped: what is queued now is taken by nobody.
     w.enqueue("a")
     assert w.synced == []

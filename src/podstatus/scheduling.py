@@ -321,7 +321,8 @@ class OwnLoop(Generic[T]):
     worker threads take what the passes put on ``queue``: ``take()`` (under the
     queue's lock) picks the next pod, ``sync(item)`` syncs it and says whether a
     pass must look again. With one worker the pass syncs pods itself, in the loop
-    thread. Each run has its own stop flag: a thread of an earlier run stuck in a
+    thread. ``stopped()`` runs under the queue's lock as a run ends, in the same
+    hold that marks it ended (what is still queued was never synced). Each run has its own stop flag: a thread of an earlier run stuck in a
     request ends when the request returns, and never joins a later run.
     """
 
@@ -330,6 +331,7 @@ class OwnLoop(Generic[T]):
         "_period",
         "_queue",
         "_run_pass",
+        "_stopped",
         "_sync",
         "_take",
         "_thread",
@@ -348,6 +350,7 @@ class OwnLoop(Generic[T]):
         next_wait: Callable[[], float],
         take: Callable[[], T],
         sync: Callable[[T], bool],
+        stopped: Callable[[], None],
     ) -> None:
         self._period = period
         self.workers = workers
@@ -356,6 +359,7 @@ class OwnLoop(Generic[T]):
         self._next_wait = next_wait
         self._take = take
         self._sync = sync
+        self._stopped = stopped
         self._wake = Flag()
         self._thread: threading.Thread | None = None
         self._workers: list[threading.Thread] = []
@@ -409,6 +413,7 @@ class OwnLoop(Generic[T]):
         with self._queue.cond:
             self._thread = None
             self._workers = []
+            self._stopped()
         return [t.name for t in threads if t.is_alive() and t is not me]
 
     def _loop(self, stopping: Flag) -> None:

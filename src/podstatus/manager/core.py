@@ -84,6 +84,7 @@ class Manager(StatusAccepting, ResizeConditions, StatusSyncing):
                 next_wait=self._next_timed_wait,
                 take=self._take_queued,
                 sync=self._sync_taken,
+                stopped=self._drop_queue,
             )
         # What the pool runs of this manager: the pool knows these two callables, not the manager.
         self._task = SyncTask(self._pool_step, self._pool_timer_fired)
@@ -155,11 +156,13 @@ class Manager(StatusAccepting, ResizeConditions, StatusSyncing):
             self._queue.notify_all()
             self._stop_pooled(timeout)
             return
-        busy = self._own.stop(timeout) if self._own is not None else []
+        if self._own is None:  # a manager for a shared pool, not started: nothing runs
+            with self._lock:
+                self._drop_queue()
+            return
+        busy = self._own.stop(timeout)  # drops the queue as the run ends
         if busy:
             log.warning("Status manager stopped while requests were in flight threads=%s", ",".join(busy))
-        with self._lock:
-            self._drop_queue()
 
     def _stop_pooled(self, timeout: float | None) -> None:
         deadline = time.monotonic() + (5.0 if timeout is None else timeout)
