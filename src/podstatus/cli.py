@@ -420,7 +420,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from .clients.base import RequestCounter
     from .metrics import Metrics
     from .node.command import cluster_client, sync_connections
-    from .simulator import Simulation, simulated_node_names
+    from .simulator.run import Simulation, simulated_node_names
     from .workloads import builtin_mix, load_pod_files
 
     console = Console(emoji=False)  # names and messages in it are text: ":x:" stays ":x:"

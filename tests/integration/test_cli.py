@@ -23,7 +23,7 @@ from podstatus.errors import NotFoundError
 from podstatus.manager import SyncRecord
 from podstatus.metrics import Metrics
 from podstatus.server import EmbeddedApiServer
-from podstatus.simulator import RUN_LABEL
+from podstatus.simulator.run import RUN_LABEL
 from testkit import kubectl_path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
