@@ -13,7 +13,10 @@ requests; above 1 for the creation rate).
 
 Usage (from the repository root)::
 
-    python -m bench.scale.compare --old /tmp/ps-before --new . --runs 3
+    python -m bench.scale.compare --old /tmp/ps-before --new . --runs 5 --write docs/scale.md
+
+``--write`` adds the comparison to the page's section "Reshape (issue 23): before/after" (made at
+the end of the page when missing); the entries already there are kept, the new one goes last.
 
 Each checkout's ``.venv/bin/python`` is used when it exists (its dependencies may differ),
 this interpreter otherwise; ``--old-python`` / ``--new-python`` override that.
@@ -25,6 +28,7 @@ import argparse
 import json
 import logging
 import os
+import platform
 import shlex
 import statistics
 import subprocess
@@ -32,6 +36,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -214,11 +219,63 @@ def comparison_table(old: Sequence[Result], new: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+SECTION = "## Reshape (issue 23): before/after"
+SECTION_INTRO = """
+The same workload as above (`bench.scale.harness`, podstatus alone on a fresh kube-apiserver), for
+two checkouts of podstatus in turn, written by `python -m bench.scale.compare` (`bench/scale/compare.py`):
+each checkout runs its own harness with its own `src` first on `PYTHONPATH`, so the `podstatus node`
+the harness starts runs that checkout's code (checked before the first run); the runs alternate
+(old, new, then new, old, ...), and each side's figure is the median of its completed runs, with
+every run's value in brackets. *new/old* below 1 is better for times, CPU, memory and requests,
+above 1 for the creation rate. On this shared 2-core machine the wall-clock figures (create rate,
+per pod, all up, all gone) move with the neighbours' load (*load at start*); CPU-seconds, memory and
+request counts are the steadier measure of the code.
+"""
+
+
+def write_section(page: Path, entry: str) -> None:
+    """Add ``entry`` at the end of the page's section :data:`SECTION`, made at the end when missing."""
+    text = page.read_text(encoding="utf-8") if page.exists() else ""
+    start = text.find(SECTION + "\n")
+    if start < 0:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + SECTION + "\n" + SECTION_INTRO + "\n" + entry
+    else:
+        end = text.find("\n## ", start + len(SECTION))
+        end = len(text) if end < 0 else end + 1
+        text = (
+            text[:start]
+            + text[start:end].rstrip("\n")
+            + "\n\n"
+            + entry
+            + ("\n" + text[end:] if end < len(text) else "")
+        )
+    page.write_text(text, encoding="utf-8")
+
+
+def machine() -> str:
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return f"{os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}, load average at start {load}"
+
+
 def git_describe(root: Path) -> str:
+    """The checkout's commit (short hash and subject), and whether its src differs from it."""
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+        return out.stdout.strip()
+
+    subject = git("log", "-1", "--format=%h %s")
+    if not subject:
+        return "not a git checkout"
+    short = subject if len(subject) <= 70 else subject[:69] + "…"
+    return short + (" (with uncommitted changes in src)" if git("status", "--porcelain", "--", "src") else "")
+
+
+def git_commit(root: Path) -> str:
     out = subprocess.run(
-        ["git", "-C", str(root), "log", "-1", "--format=%h %s"], capture_output=True, text=True, check=False
+        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     )
-    return out.stdout.strip()[:80] or "?"
+    return out.stdout.strip() or "?"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -231,6 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", default="100x1000", help="NODESxPODS (default 100x1000)")
     parser.add_argument("--hold", type=float, default=30.0, help="--hold of the harness (default 30)")
     parser.add_argument("--workdir", type=Path, default=None, help="pages and logs of every run")
+    parser.add_argument(
+        "--write", type=Path, default=None, help="add the comparison to this page (docs/scale.md)"
+    )
     parser.add_argument("harness_args", nargs="*", help="more harness options, after --")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
@@ -241,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for checkout in sides:
         check_origin(checkout)
         compile_bytecode(checkout)
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    at_start = machine()
+    command = "python -m bench.scale.compare " + shlex.join(argv if argv is not None else sys.argv[1:])
     work = args.workdir or Path(tempfile.mkdtemp(prefix="podstatus-compare-"))
     work.mkdir(parents=True, exist_ok=True)
     for n in range(args.runs):
@@ -250,17 +313,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 checkout, args.size, args.hold, work / f"{checkout.label}-{n + 1}.md", args.harness_args
             )
     old, new = sides
-    print(
-        f"size {args.size}, --hold {args.hold:g}, {args.runs} runs each, alternating; pages and logs in {work}"
-    )
+    log.info("pages and logs of the runs: %s", work)
+    lines = [f"### {started}: old {git_commit(old.root)} → new {git_commit(new.root)}", ""]
+    lines += [f"`{command}` ({at_start}).", ""]
     for checkout in sides:
-        print(
-            f"- {checkout.label}: {checkout.root} ({git_describe(checkout.root)}), python {checkout.python}"
-        )
-        for why in checkout.failed:
-            print(f"  - not counted: {why}")
-    print()
-    print(comparison_table(old.runs, new.runs))
+        lines.append(f"- {checkout.label}: {git_describe(checkout.root)}; {len(checkout.runs)} runs counted")
+        lines += [f"  - not counted: {why}" for why in checkout.failed]
+    lines += ["", comparison_table(old.runs, new.runs), ""]
+    entry = "\n".join(lines)
+    print(entry)
+    if args.write:
+        write_section(args.write, entry)
     return 0 if old.runs and new.runs and not old.failed and not new.failed else 1
 
 
