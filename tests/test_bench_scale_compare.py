@@ -104,7 +104,8 @@ def test_compare_runs_the_harness_for_both_checkouts_on_kube_apiserver(
     assert code == 0, out
     assert (tmp_path / "old-1.json").exists() and (tmp_path / "new-1.json").exists()
     row = next(line for line in out.splitlines() if line.startswith("| pod requests per pod |"))
-    assert "(n=1)" in out and "— (" not in row
+    assert "old: median (runs, n=1)" in out and "new: median (runs, n=1)" in out
+    assert "— (" not in row
 
 
 def test_write_adds_each_comparison_to_its_section_and_keeps_the_rest(tmp_path: Path) -> None:

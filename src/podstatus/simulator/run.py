@@ -1,4 +1,4 @@
-"""The simulation: it creates the workloads, plays the users around the nodes, and drives them to the end.
+"""The simulation of ``podstatus simulate``: the world around the simulated nodes, and the run.
 
 :class:`Simulation` plays the users around the simulated nodes: it creates the workloads,
 sets readiness gates as an outside controller would, deletes some pods and recreates one
