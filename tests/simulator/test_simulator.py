@@ -16,6 +16,7 @@ from podstatus.errors import ConnectionFailedError, InternalServerError, Service
 from podstatus.node.simulated import Timings
 from podstatus.server import EmbeddedApiServer
 from podstatus.simulator.invariants import Invariant, InvariantChecker
+from podstatus.simulator.report import render_summary
 from podstatus.simulator.result import NodeHeartbeat, SimulationResult
 from podstatus.simulator.run import DEFAULT_NODE, RUN_LABEL, Simulation
 from podstatus.types import Pod
@@ -171,7 +172,7 @@ def _result(**kwargs: Any) -> SimulationResult:
 
 def _text(result: SimulationResult, node: str = "edge-7") -> str:
     console = Console(record=True, width=140)
-    console.print(cli.render_summary(result, node, "fast path", 140))
+    console.print(render_summary(result, node, "fast path", 140))
     return console.export_text()
 
 
@@ -195,7 +196,7 @@ def test_a_stale_or_missing_lease_fails_the_run_and_the_summary_lists_each_node(
         "node vn-4: no Lease on the server",
     ]
     console = Console(record=True, width=140)
-    console.print(cli.render_summary(result, ["vn-1", "vn-2", "vn-3", "vn-4"], "fast path", 140))
+    console.print(render_summary(result, ["vn-1", "vn-2", "vn-3", "vn-4"], "fast path", 140))
     text = console.export_text()
     assert "podstatus simulate: 4 nodes vn-1 .. vn-4 (one pod watch), fast path" in text
     assert "Node heartbeats (4 nodes, 2 stale)" in text
