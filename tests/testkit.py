@@ -42,6 +42,21 @@ def podstatus_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def serve_command(port: int, kubeconfig: Path, *extra: str) -> list[str]:
+    """``podstatus serve`` on ``port``, writing its kubeconfig to ``kubeconfig``, as a subprocess runs it."""
+    return [
+        sys.executable,
+        "-m",
+        "podstatus.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--kubeconfig",
+        str(kubeconfig),
+        *extra,
+    ]
+
+
 def free_port() -> int:
     """A loopback port free now (the OS's pick)."""
     with socket.socket() as s:

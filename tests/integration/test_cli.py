@@ -23,7 +23,7 @@ from podstatus.manager import SyncRecord
 from podstatus.metrics import Metrics
 from podstatus.server import EmbeddedApiServer
 from podstatus.simulator.run import RUN_LABEL
-from testkit import free_port, kubectl_path, podstatus_env, wait_for
+from testkit import free_port, kubectl_path, podstatus_env, serve_command, wait_for
 
 
 def _env() -> dict[str, str]:
@@ -112,16 +112,7 @@ def test_serve_writes_a_kubeconfig_kubectl_can_use(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "serve.kubeconfig"
     port = free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "podstatus.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--kubeconfig",
-            str(kubeconfig),
-        ],
+        serve_command(port, kubeconfig),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

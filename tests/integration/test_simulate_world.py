@@ -19,7 +19,7 @@ from pathlib import Path
 
 from podstatus.clients.http import HttpKubeClient
 from podstatus.errors import ApiError
-from testkit import free_port, podstatus_env, wait_for
+from testkit import free_port, podstatus_env, serve_command, wait_for
 
 NODE = "podstatus-node-1"
 
@@ -37,20 +37,9 @@ def _row(text: str, label: str) -> int:
 
 def _serve(port: int, kubeconfig: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "podstatus.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--kubeconfig",
-            str(kubeconfig),
-            # Plain HTTP without a token: with the defaults a restarted server would also bring a
-            # new token and CA, which the running simulation (its kubeconfig read once) would not have.
-            "--no-token",
-            "--no-tls",
-        ],
+        # Plain HTTP without a token: with the defaults a restarted server would also bring a
+        # new token and CA, which the running simulation (its kubeconfig read once) would not have.
+        serve_command(port, kubeconfig, "--no-token", "--no-tls"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
