@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,27 +22,16 @@ from podstatus.errors import NotFoundError
 from podstatus.manager import SyncRecord
 from podstatus.metrics import Metrics
 from podstatus.server import EmbeddedApiServer
-from podstatus.simulator import RUN_LABEL
-from testkit import kubectl_path
-
-SRC = Path(__file__).resolve().parents[2] / "src"
+from podstatus.simulator.run import RUN_LABEL
+from testkit import free_port, kubectl_path, podstatus_env, serve_command, wait_for
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
-    env["COLUMNS"] = "140"
-    return env
+    return podstatus_env(COLUMNS="140")
 
 
 def _kubectl() -> str:
     return kubectl_path()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _invariant_rows(text: str) -> list[tuple[str, int, int]]:
@@ -122,18 +110,9 @@ def test_simulate_kubelet_mode_sends_a_get_before_every_patch() -> None:
 
 def test_serve_writes_a_kubeconfig_kubectl_can_use(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "serve.kubeconfig"
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "podstatus.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--kubeconfig",
-            str(kubeconfig),
-        ],
+        serve_command(port, kubeconfig),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -196,7 +175,7 @@ def test_metrics_record_syncs_and_requests() -> None:
             requests=1,
         )
     )
-    port = _free_port()
+    port = free_port()
     metrics.serve(port)
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     assert 'podstatus_api_requests_total{verb="patch"} 2.0' in text
@@ -226,17 +205,6 @@ def _bare_env(home: Path) -> dict[str, str]:
     }
     env.update(HOME=str(home), COLUMNS="400")
     return env
-
-
-def _wait(cond: Any, timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -292,7 +260,7 @@ def test_a_node_name_given_for_one_node_is_used_as_given(
         env=_env(),
     )
     try:
-        _wait(lambda: _node_exists(client, "vn-bar"), what="Node vn-bar registered")
+        wait_for(lambda: _node_exists(client, "vn-bar"), 30.0, what="Node vn-bar registered")
         assert not _node_exists(client, "vn-bar-1")
         client.create_pod(
             {
@@ -300,7 +268,7 @@ def test_a_node_name_given_for_one_node_is_used_as_given(
                 "spec": {"nodeName": "vn-bar", "containers": [{"name": "app", "image": "nginx"}]},
             }
         )
-        _wait(lambda: _phase(client, "web") == "Running", what="the pod bound to vn-bar Running")
+        wait_for(lambda: _phase(client, "web") == "Running", 30.0, what="the pod bound to vn-bar Running")
     finally:
         code, _, err = _stop(proc)
     assert code == 0, err
@@ -350,8 +318,10 @@ def test_a_provider_module_in_the_current_folder_and_bad_providers(
         env=env,
     )
     try:
-        _wait(
-            lambda: _node_exists(client, "vn-mine"), what="Node vn-mine registered with the user's provider"
+        wait_for(
+            lambda: _node_exists(client, "vn-mine"),
+            30.0,
+            what="Node vn-mine registered with the user's provider",
         )
         # The README's provider says 20 pods: it is that provider that runs the node.
         assert client.get_node("vn-mine")["status"]["capacity"]["pods"] == "20"
@@ -425,7 +395,7 @@ def test_verbose_after_the_command_and_every_json_line_is_json(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
     )  # fmt: skip
     try:
-        _wait(lambda: _node_exists(client, "vn-json"), what="Node vn-json registered")
+        wait_for(lambda: _node_exists(client, "vn-json"), 30.0, what="Node vn-json registered")
     finally:
         code, out, err = _stop(proc)
     assert code == 0, err

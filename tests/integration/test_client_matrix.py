@@ -32,9 +32,10 @@ from lightkube.resources.core_v1 import Node as LkNode
 from lightkube.resources.core_v1 import Pod as LkPod
 
 from podstatus.clients.http import HttpKubeClient
+from podstatus.node.simulated import Timings
 from podstatus.server import EmbeddedApiServer
 from podstatus.server.security import generate_token
-from podstatus.simulator import NodeAgent, Timings
+from podstatus.simulator.agent import NodeAgent
 from testkit import kubectl_path, old_kubectl_path
 
 NODE = "matrix-node"

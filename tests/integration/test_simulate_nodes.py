@@ -20,9 +20,10 @@ import pytest
 from podstatus import cli
 from podstatus.clients.http import HttpKubeClient
 from podstatus.node.heartbeat import LEASE_NAMESPACE, lease_info
+from podstatus.node.simulated import Timings
 from podstatus.requestcount import RequestCounter
 from podstatus.server.http import EmbeddedApiServer
-from podstatus.simulator import Simulation, Timings, simulated_node_names
+from podstatus.simulator.run import Simulation, simulated_node_names
 from podstatus.workloads import builtin_mix
 
 # Quick containers, so a few seconds see pods start, become ready, finish and be deleted.

@@ -10,10 +10,8 @@ counted in the summary and make the exit code 1.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,22 +19,13 @@ from pathlib import Path
 
 from podstatus.clients.http import HttpKubeClient
 from podstatus.errors import ApiError
+from testkit import free_port, podstatus_env, serve_command, wait_for
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 NODE = "podstatus-node-1"
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
-    env["COLUMNS"] = "140"
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return podstatus_env(COLUMNS="140")
 
 
 def _row(text: str, label: str) -> int:
@@ -48,20 +37,9 @@ def _row(text: str, label: str) -> int:
 
 def _serve(port: int, kubeconfig: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "podstatus.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--kubeconfig",
-            str(kubeconfig),
-            # Plain HTTP without a token: with the defaults a restarted server would also bring a
-            # new token and CA, which the running simulation (its kubeconfig read once) would not have.
-            "--no-token",
-            "--no-tls",
-        ],
+        # Plain HTTP without a token: with the defaults a restarted server would also bring a
+        # new token and CA, which the running simulation (its kubeconfig read once) would not have.
+        serve_command(port, kubeconfig, "--no-token", "--no-tls"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -82,18 +60,6 @@ def _serve(port: int, kubeconfig: Path) -> subprocess.Popen[str]:
         client.close()
 
 
-def _wait_for(check: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if check():  # type: ignore[operator]
-                return
-        except ApiError:
-            pass
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
 def test_a_server_restarting_empty_fails_the_run_with_the_lost_pods_counted(tmp_path: Path) -> None:
     """The user's expectation: the pods the run made are gone, so the run did not test what it says.
 
@@ -101,7 +67,7 @@ def test_a_server_restarting_empty_fails_the_run_with_the_lost_pods_counted(tmp_
     (the simulation recovers what a node agent can), but pods that vanished are counted as
     lost and the exit code is 1: a green run must mean every pod was run and accounted for.
     """
-    port = _free_port()
+    port = free_port()
     kubeconfig = tmp_path / "serve.kubeconfig"
     first = _serve(port, kubeconfig)
     second: subprocess.Popen[str] | None = None
@@ -113,14 +79,24 @@ def test_a_server_restarting_empty_fails_the_run_with_the_lost_pods_counted(tmp_
     )  # fmt: skip
     try:
         # Restart the server while the simulation is still creating its pods.
-        _wait_for(lambda: len(client.list_pods("default")[0]) >= 8, 30, "the simulation created no pods")
+        wait_for(
+            lambda: len(client.list_pods("default")[0]) >= 8,
+            30,
+            "the simulation created no pods",
+            ignore=(ApiError,),
+        )
         before = len(client.list_pods("default")[0])
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         time.sleep(0.5)
         second = _serve(port, kubeconfig)
         # The node agent registers the Node again on the empty server.
-        _wait_for(lambda: client.get_node(NODE)["metadata"]["name"] == NODE, 15, "node not registered again")
+        wait_for(
+            lambda: client.get_node(NODE)["metadata"]["name"] == NODE,
+            15,
+            "node not registered again",
+            ignore=(ApiError,),
+        )
         out, err = sim.communicate(timeout=120)
     finally:
         if sim.poll() is None:

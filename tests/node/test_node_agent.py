@@ -686,7 +686,7 @@ def test_a_hanging_events_api_never_delays_pod_status(
 
 
 def test_simulated_node_registers_again_when_asked_after_the_node_vanished(client: EmbeddedClient) -> None:
-    from podstatus.simulator import NodeAgent as SimulatedNode
+    from podstatus.simulator.agent import NodeAgent as SimulatedNode
 
     sim = SimulatedNode(client, "sim-1")
     sim.register_node()  # before start: start does it, after the Lease check

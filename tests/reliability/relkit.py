@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from podstatus import Pod, PodStatus, simulator
+from podstatus import Pod, PodStatus
 from podstatus.conditions import is_terminal_phase
 from podstatus.errors import ApiError
 from podstatus.patch import (
@@ -36,6 +36,7 @@ from podstatus.patch import (
 from podstatus.server.http import EmbeddedApiServer, Request, Response
 from podstatus.server.storage.objects import Stored
 from podstatus.server.storage.store import Store
+from podstatus.simulator.invariants import Invariant  # the simulator's counter serves here too
 from podstatus.statusutil import merge_pod_status
 
 _POD_PATH = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?/?$")
@@ -60,10 +61,6 @@ def reports() -> list[str]:
 
 
 # --- invariants ---------------------------------------------------------------------------
-
-
-# The simulator's counter of checks and violations serves here too.
-Invariant = simulator.Invariant
 
 
 def illegal_transitions(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

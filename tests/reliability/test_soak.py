@@ -43,9 +43,10 @@ from relkit import (
 from podstatus import BasicPodManager, PodStatus, new_manager
 from podstatus.clients.http import HttpKubeClient
 from podstatus.errors import ApiError
+from podstatus.node.simulated import Timings
 from podstatus.server.faults import FaultPlan, recreate_pod
 from podstatus.server.http import EmbeddedApiServer
-from podstatus.simulator import NodeAgent, Timings
+from podstatus.simulator.agent import NodeAgent
 from podstatus.workloads import builtin_mix
 
 NODE = "soak-node"

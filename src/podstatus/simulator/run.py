@@ -1,15 +1,9 @@
-"""The simulated node: a node agent whose containers are make-believe, and whose status is real.
+"""The simulation of ``podstatus simulate``: the world around the simulated nodes, and the run.
 
-:class:`NodeAgent` is :class:`podstatus.node.NodeAgent` (the Node, its Lease,
-the pod watch, admission, the status manager, Events) driving a
-:class:`~podstatus.node.simulated.SimulatedProvider` (image pull, init
-containers in order, sidecars, start-up and readiness, completion, crash
-loops with back-off, termination on delete).
-
-:class:`Simulation` plays the users around it: it creates the workloads,
-sets readiness gates as an outside controller would, deletes some pods and
-recreates one under the same name, and waits until everything settles. It
-checks invariants on every write and on every watch event.
+:class:`Simulation` plays the users around the simulated nodes: it creates the workloads,
+sets readiness gates as an outside controller would, deletes some pods and recreates one
+under the same name, and waits until everything settles. It checks invariants on every
+write and on every watch event.
 
 With several nodes (``nodes=[...]``, ``podstatus simulate --nodes N``) the agents
 run as ``podstatus node --nodes N`` runs them: one shared
@@ -27,16 +21,15 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
-from . import node
-from .conditions import is_terminal_phase
-from .errors import (
+from .. import node
+from ..conditions import is_terminal_phase
+from ..errors import (
     ApiError,
     ConflictError,
     ConnectionFailedError,
@@ -45,258 +38,22 @@ from .errors import (
     ServerError,
     TooManyRequestsError,
 )
-from .manager import Manager, SyncRecord
-from .node.command import node_names, shared_runtime
-from .node.heartbeat import LEASE_NAMESPACE, lease_info, node_system_info
-from .node.network import simulation_network
-from .node.provider import NodeDescription
-from .node.simulated import SimContainer, SimPod, SimulatedProvider, Timings
-from .podmanager import BasicPodManager
-from .types import Pod
-from .validation import check_container_state_transition
-
-__all__ = [
-    "RUN_LABEL",
-    "CheckedClient",
-    "Invariant",
-    "InvariantChecker",
-    "NodeAgent",
-    "NodeHeartbeat",
-    "SimContainer",
-    "SimPod",
-    "Simulation",
-    "SimulationResult",
-    "Timings",
-    "node_system_info",
-    "simulated_node_names",
-]
+from ..manager import SyncRecord
+from ..node.command import node_names, shared_runtime
+from ..node.heartbeat import LEASE_NAMESPACE, lease_info
+from ..node.network import simulation_network
+from ..node.simulated import SimPod, Timings
+from ..types import Pod
+from .agent import NodeAgent
+from .invariants import CheckedClient, InvariantChecker
+from .result import NodeHeartbeat, SimulationResult
 
 log = logging.getLogger(__name__)
-
-
-class SimClient(Protocol):
-    """What the simulator needs from a client: the manager's three calls and a few more."""
-
-    def get_pod(self, namespace: str, name: str) -> Pod: ...
-
-    def patch_pod_status(self, namespace: str, name: str, patch: bytes, **kwargs: Any) -> Pod: ...
-
-    def delete_pod(
-        self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None
-    ) -> None: ...
-
-    def create_pod(self, pod: Any, namespace: str | None = None) -> Pod: ...
-
-    def list_pods(self, namespace: str | None = None, **kwargs: Any) -> tuple[list[Pod], str]: ...
-
-    def watch_pods(self, namespace: str | None = None, **kwargs: Any) -> Iterator[tuple[str, Pod]]: ...
-
-    def create_node(self, node: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
-
-# --- the node agent ----------------------------------------------------------------
-
-# A node for the benchmark: room for any number of pods, so admission never gets in the way.
-SIMULATED_NODE = NodeDescription(
-    capacity={"cpu": "64", "memory": "256Gi", "pods": "10000"},
-    labels={"type": "podstatus-simulated"},
-)
-
-
-class NodeAgent:
-    """The simulated node: a :class:`podstatus.node.NodeAgent` driving a :class:`SimulatedProvider`.
-
-    The agent does what a kubelet-like agent does (the Node and its Lease, the pod
-    watch, admission, the status manager, Events); the provider plays the
-    containers. ``manager_options`` default to the kubelet's behaviour, as before.
-    """
-
-    def __init__(
-        self,
-        client: SimClient,
-        node_name: str,
-        *,
-        timings: Timings | None = None,
-        seed: int = 1,
-        manager_options: dict[str, Any] | None = None,
-        on_sync: Callable[[SyncRecord], None] | None = None,
-        on_event: Callable[[str, Pod], None] | None = None,
-        **agent_options: Any,
-    ) -> None:
-        self.client = client
-        self.node_name = node_name
-        self.timings = timings or Timings()
-        self.provider = SimulatedProvider(timings=self.timings, seed=seed, description=SIMULATED_NODE)
-        self._on_event = on_event
-        self.agent = node.NodeAgent(
-            client,
-            self.provider,
-            node_name,
-            manager_options=dict(manager_options or {}),
-            on_sync=on_sync,
-            on_watch_event=self._watched,
-            **agent_options,
-        )
-
-    def _watched(self, kind: str, pod: Pod) -> None:
-        if kind != "DELETED":
-            self.provider.observe(pod)
-        if self._on_event is not None:
-            self._on_event(kind, pod)
-
-    @property
-    def manager(self) -> Manager:
-        return self.agent.manager
-
-    @manager.setter
-    def manager(self, value: Manager) -> None:
-        self.agent.manager = value
-
-    @property
-    def pods(self) -> BasicPodManager:
-        return self.agent.pods
-
-    @property
-    def deleted_uids(self) -> set[str]:
-        return self.agent.deleted_uids
-
-    @property
-    def watch_errors(self) -> int:
-        return self.agent.watch_errors
-
-    @property
-    def events_seen(self) -> int:
-        return self.agent.watch_events
-
-    def register_node(self) -> None:
-        """Register the Node now (again, when it vanished); before :meth:`start`, nothing to do.
-
-        :meth:`start` registers (or adopts) the Node itself, after checking its Lease. The
-        agent also registers a vanished Node again on its own, at its next status post.
-        """
-        if self.agent._started:
-            self.agent.register_node()
-
-    def start(self) -> None:
-        self.agent.start()
-
-    def stop(self) -> None:
-        self.agent.stop()
-
-    def sim_pod(self, uid: str) -> SimPod | None:
-        return self.provider.sim_pod(uid)
-
-    def sims(self) -> list[SimPod]:
-        return self.provider.sims()
-
-
-# --- invariants ------------------------------------------------------------------------
-
-
-@dataclass
-class Invariant:
-    name: str
-    checked: int = 0
-    violations: int = 0
-    examples: list[str] = field(default_factory=list)
-
-    def check(self, ok: bool, detail: Callable[[], str]) -> None:
-        self.checked += 1
-        if not ok:
-            self.violations += 1
-            if len(self.examples) < 5:
-                self.examples.append(detail())
-
-
-class InvariantChecker:
-    """Watches every write and every watch event for the promises of SPEC section 7."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.wrong_uid = Invariant("no write to a pod with another UID")
-        self.terminal_undone = Invariant("no terminal phase undone on the server")
-        self.illegal_transition = Invariant("no illegal container transition on the server")
-        self.early_delete = Invariant("no delete before the pod is terminal on the server")
-        self._last: dict[str, Pod] = {}
-        # (namespace, name) -> the UIDs the simulation knows to be that pod's, by time.
-        self.owner_uid: dict[tuple[str, str], str] = {}
-
-    def all(self) -> list[Invariant]:
-        return [self.wrong_uid, self.terminal_undone, self.illegal_transition, self.early_delete]
-
-    def ok(self) -> bool:
-        return all(i.violations == 0 for i in self.all())
-
-    def observe_write(self, namespace: str, name: str, patch: bytes, result: Pod) -> None:
-        precondition = (msgspec.json.decode(patch).get("metadata") or {}).get("uid")
-        with self._lock:
-            self.wrong_uid.check(
-                precondition is not None and precondition == result.uid,
-                lambda: f"{namespace}/{name}: patch for UID {precondition} landed on {result.uid}",
-            )
-        self.observe_event("MODIFIED", result)
-
-    def observe_delete(self, namespace: str, name: str, uid: str) -> None:
-        """A final delete (grace 0) succeeded: the pod must have been terminal on the server."""
-        with self._lock:
-            last = self._last.get(uid)
-            self.early_delete.check(
-                last is not None and is_terminal_phase(last.status.phase),
-                lambda: f"{namespace}/{name}: deleted while {last.status.phase if last else 'unseen'}",
-            )
-
-    def observe_event(self, kind: str, pod: Pod) -> None:
-        if kind not in ("ADDED", "MODIFIED"):
-            return
-        with self._lock:
-            before = self._last.get(pod.uid)
-            if before is not None:
-                rv_new, rv_old = pod.metadata.resource_version or "", before.metadata.resource_version or ""
-                if rv_new.isdigit() and rv_old.isdigit() and int(rv_new) < int(rv_old):
-                    return  # an older copy (a write's answer racing the watch)
-                self.terminal_undone.check(
-                    not (is_terminal_phase(before.status.phase) and not is_terminal_phase(pod.status.phase)),
-                    lambda: f"{pod.key()}: {before.status.phase} -> {pod.status.phase}",
-                )
-                self.illegal_transition.check(
-                    _legal_transition(before, pod), lambda: f"{pod.key()}: container left terminated state"
-                )
-            self._last[pod.uid] = pod
-
-
-def _legal_transition(before: Pod, after: Pod) -> bool:
-    # The same rule the manager applies before caching (SPEC 4.2 step 2), here to what the server holds.
-    return check_container_state_transition(before.status, after.status, after.spec) is None
-
-
-class CheckedClient:
-    """Wraps a client: every status write and delete passes the invariant checker."""
-
-    def __init__(self, inner: Any, checker: InvariantChecker) -> None:
-        self._inner = inner
-        self._checker = checker
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def patch_pod_status(self, namespace: str, name: str, patch: bytes, **kwargs: Any) -> Pod:
-        result: Pod = self._inner.patch_pod_status(namespace, name, patch, **kwargs)
-        self._checker.observe_write(namespace, name, patch, result)
-        return result
-
-    def delete_pod(
-        self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None
-    ) -> None:
-        self._inner.delete_pod(namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
-        if grace_period_seconds == 0 and uid is not None:
-            self._checker.observe_delete(namespace, name, uid)
-
-
-# --- the simulation ------------------------------------------------------------------
 
 DEFAULT_NODE = "podstatus-node-1"
 
@@ -313,80 +70,6 @@ def simulated_node_names(base: str | None, count: int) -> list[str]:
     if count == 1:
         return [base or DEFAULT_NODE]
     return node_names(base or "podstatus-node", count)
-
-
-@dataclass
-class NodeHeartbeat:
-    """One node's heartbeat at the end of the run (before the agents stop), as the API server has it."""
-
-    node: str
-    pods: int  # pods the run placed on this node (names: a pod re-created under its name counts once)
-    renewals: int  # the agent's Lease writes (the first one creates it)
-    lease_age: float | None  # seconds since the Lease's renewTime; None: not known (see ``state``)
-    lease_duration: int = 40
-    state: str = "live"  # live | stale | missing (no Lease on the server) | unknown (could not read it)
-
-    @property
-    def ok(self) -> bool:
-        return self.state in ("live", "unknown")
-
-
-@dataclass
-class SimulationResult:
-    pods_created: int
-    phases: dict[str, int]
-    deleted: int
-    requests: dict[str, int]
-    status_changes: int
-    latencies: list[float]
-    invariants: list[Invariant]
-    elapsed: float
-    settled: bool
-    watch_errors: int
-    controller_writes: int = 0
-    # The world the run made, and what became of it (see docs/design.md, "simulate keeps count").
-    lost: list[str] = field(default_factory=list)  # created, then gone without the simulation deleting them
-    not_created: list[str] = field(default_factory=list)  # never created, with why
-    create_retries: int = 0  # create attempts repeated after a transient failure
-    creates_adopted: int = 0  # a retry found the earlier, unanswered attempt had landed
-    node_registrations: int = 1  # 1: registered once; more: the Node vanished and was registered again
-    node_checks: int = 0  # GETs of the Node made to notice it vanished
-    final_state_known: bool = True  # the final list of the node's pods succeeded
-    heartbeats: list[NodeHeartbeat] = field(default_factory=list)  # one per node, in node order
-    interrupted: bool = False  # stop() (Ctrl-C) ended the run early: the summary so far
-    recreated: int = 0  # pods deleted and created again under their name (counted once, as the new one)
-
-    @property
-    def invariants_ok(self) -> bool:
-        return all(i.violations == 0 for i in self.invariants)
-
-    def failures(self) -> list[str]:
-        """Why the run failed, one line each; empty when it did what it claims."""
-        out = [f"{i.name}: {i.violations} violations" for i in self.invariants if i.violations]
-        if self.lost:
-            out.append(f"{len(self.lost)} pods lost (gone from the server without being deleted)")
-        if self.not_created:
-            out.append(f"{len(self.not_created)} pods never created")
-        if not self.final_state_known:
-            out.append("the node's pods could not be listed at the end")
-        for beat in self.heartbeats:
-            if beat.state == "missing":
-                out.append(f"node {beat.node}: no Lease on the server")
-            elif beat.state == "stale":
-                age = "never renewed" if beat.lease_age is None else f"renewed {beat.lease_age:.0f} s ago"
-                out.append(f"node {beat.node}: Lease stale ({age}, duration {beat.lease_duration} s)")
-        return out
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures()
-
-    def percentile(self, q: float) -> float | None:
-        if not self.latencies:
-            return None
-        data = sorted(self.latencies)
-        k = min(len(data) - 1, max(0, round(q / 100 * (len(data) - 1))))
-        return data[k]
 
 
 class Simulation:

@@ -13,17 +13,12 @@ from podstatus import cli
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.clients.fake import FakeNodeClient
 from podstatus.errors import ConnectionFailedError, InternalServerError, ServiceUnavailableError
+from podstatus.node.simulated import Timings
 from podstatus.server import EmbeddedApiServer
-from podstatus.simulator import (
-    DEFAULT_NODE,
-    RUN_LABEL,
-    Invariant,
-    InvariantChecker,
-    NodeHeartbeat,
-    Simulation,
-    SimulationResult,
-    Timings,
-)
+from podstatus.simulator.invariants import Invariant, InvariantChecker
+from podstatus.simulator.report import render_summary
+from podstatus.simulator.result import NodeHeartbeat, SimulationResult
+from podstatus.simulator.run import DEFAULT_NODE, RUN_LABEL, Simulation
 from podstatus.types import Pod
 from podstatus.workloads import MIX, builtin_mix, load_pod_files
 
@@ -124,7 +119,7 @@ def test_a_broken_invariant_makes_simulate_exit_non_zero(monkeypatch: pytest.Mon
         def run(self) -> SimulationResult:
             return result
 
-    monkeypatch.setattr("podstatus.simulator.Simulation", FakeSimulation)
+    monkeypatch.setattr("podstatus.simulator.run.Simulation", FakeSimulation)
     assert cli.main(["simulate", "--pods", "1", "--in-process", "--no-progress"]) == 1
     result.invariants[0] = Invariant("no terminal phase undone on the server", checked=10)
     assert cli.main(["simulate", "--pods", "1", "--in-process", "--no-progress"]) == 0
@@ -177,7 +172,7 @@ def _result(**kwargs: Any) -> SimulationResult:
 
 def _text(result: SimulationResult, node: str = "edge-7") -> str:
     console = Console(record=True, width=140)
-    console.print(cli.render_summary(result, node, "fast path", 140))
+    console.print(render_summary(result, node, "fast path", 140))
     return console.export_text()
 
 
@@ -201,7 +196,7 @@ def test_a_stale_or_missing_lease_fails_the_run_and_the_summary_lists_each_node(
         "node vn-4: no Lease on the server",
     ]
     console = Console(record=True, width=140)
-    console.print(cli.render_summary(result, ["vn-1", "vn-2", "vn-3", "vn-4"], "fast path", 140))
+    console.print(render_summary(result, ["vn-1", "vn-2", "vn-3", "vn-4"], "fast path", 140))
     text = console.export_text()
     assert "podstatus simulate: 4 nodes vn-1 .. vn-4 (one pod watch), fast path" in text
     assert "Node heartbeats (4 nodes, 2 stale)" in text
@@ -231,7 +226,7 @@ def test_lost_and_never_created_pods_fail_the_run(monkeypatch: pytest.MonkeyPatc
         def run(self) -> SimulationResult:
             return current[0]
 
-    monkeypatch.setattr("podstatus.simulator.Simulation", FakeSimulation)
+    monkeypatch.setattr("podstatus.simulator.run.Simulation", FakeSimulation)
     args = ["simulate", "--pods", "1", "--in-process", "--no-progress"]
     for bad in (lost, missing, unknown):
         current[0] = bad
@@ -341,7 +336,7 @@ def test_simulate_events_flag_reaches_the_node_agent(monkeypatch: pytest.MonkeyP
         def run(self) -> SimulationResult:
             raise KeyboardInterrupt  # built: that is all this test needs
 
-    monkeypatch.setattr("podstatus.simulator.Simulation", Spy)
+    monkeypatch.setattr("podstatus.simulator.run.Simulation", Spy)
     assert (
         cli.main(["simulate", "--pods", "1", "--in-process", "--no-progress", "--events", "warning"]) == 130
     )
