@@ -30,11 +30,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgspec
 
 from . import node
+from .clients.base import NodeClient
 from .conditions import is_terminal_phase
 from .errors import (
     ApiError,
@@ -47,6 +48,7 @@ from .errors import (
 )
 from .manager import Manager, SyncRecord
 from .node.command import node_names, shared_runtime
+from .node.config import NODE_SETTINGS, NodeConfig
 from .node.heartbeat import LEASE_NAMESPACE, lease_info, node_system_info
 from .node.network import simulation_network
 from .node.provider import NodeDescription
@@ -132,14 +134,20 @@ class NodeAgent:
         self.timings = timings or Timings()
         self.provider = SimulatedProvider(timings=self.timings, seed=seed, description=SIMULATED_NODE)
         self._on_event = on_event
+        # Settings to the agent's checked config; the manager_factory, runtime... to the agent.
+        settings = {k: v for k, v in agent_options.items() if k in NODE_SETTINGS}
+        extra = {k: v for k, v in agent_options.items() if k not in NODE_SETTINGS}
+        if "manager_factory" not in extra:
+            extra["manager_options"] = dict(manager_options or {})
+            if on_sync is not None:
+                extra["manager_options"]["on_sync"] = on_sync
         self.agent = node.NodeAgent(
-            client,
+            # The agent does without the Node and Lease calls a simulation's client may lack.
+            cast(NodeClient, client),
             self.provider,
-            node_name,
-            manager_options=dict(manager_options or {}),
-            on_sync=on_sync,
+            NodeConfig(node_name=node_name, **settings),
             on_watch_event=self._watched,
-            **agent_options,
+            **extra,
         )
 
     def _watched(self, kind: str, pod: Pod) -> None:
@@ -151,10 +159,6 @@ class NodeAgent:
     @property
     def manager(self) -> Manager:
         return self.agent.manager
-
-    @manager.setter
-    def manager(self, value: Manager) -> None:
-        self.agent.manager = value
 
     @property
     def pods(self) -> BasicPodManager:

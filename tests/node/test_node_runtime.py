@@ -122,7 +122,7 @@ def test_heartbeats_of_nodes_started_together_are_spread_over_the_interval(clien
     started = time.monotonic()
     group.start()
     try:
-        due = sorted(a._lease_handle.when - started for a in agents)
+        due = sorted(a.leases.next_renewal - started for a in agents)
         # The Lease was just written: the first renewal one to one and a half intervals on
         # (it lives four), and not in one burst.
         assert due[0] >= 9.5 and due[-1] <= 15.5

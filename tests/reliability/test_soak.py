@@ -149,7 +149,19 @@ def server() -> Iterator[EmbeddedApiServer]:
 def run_soak(server: EmbeddedApiServer, mode: str, cfg: SoakConfig) -> dict[str, Any]:
     rng = random.Random(cfg.seed)
     store = server.store
-    agent = NodeAgent(StoreClient(store), NODE, timings=FAST_TIMINGS, seed=cfg.seed)
+    client = HttpKubeClient(server.url, timeout=(2.0, 2.0))
+    built: list[Any] = []
+
+    def soak_manager(pods: BasicPodManager, safety: Any) -> Any:
+        # The agent is given a manager of the soak's own: over HTTP with faults, frozen at will.
+        manager = new_manager(client, pods, _Safety(agent), sync_period=cfg.sync_period, **MODES[mode])
+        built.extend((manager, FreezableManager(manager)))
+        return built[1]
+
+    agent = NodeAgent(
+        StoreClient(store), NODE, timings=FAST_TIMINGS, seed=cfg.seed, manager_factory=soak_manager
+    )
+    manager, proxy = built
 
     def stopped(uid: str) -> bool:
         sim = agent.sim_pod(uid)
@@ -157,10 +169,6 @@ def run_soak(server: EmbeddedApiServer, mode: str, cfg: SoakConfig) -> dict[str,
 
     observer = WriteObserver(server, sync_period=cfg.sync_period, containers_stopped=stopped).install()
     plan = FaultPlan.parse(f"{cfg.faults},seed={cfg.seed}").install(server)
-    client = HttpKubeClient(server.url, timeout=(2.0, 2.0))
-    manager = new_manager(client, agent.pods, _Safety(agent), sync_period=cfg.sync_period, **MODES[mode])
-    proxy = FreezableManager(manager)
-    agent.manager = proxy  # type: ignore[assignment]
 
     recreated: list[str] = []
     wanted = manifests(cfg.pods, cfg.seed)

@@ -26,6 +26,7 @@ from typing import Any
 
 from .agent import ON_STOP, NodeAgent, NodeGroup
 from .calls import ProviderCaller, log_running_call
+from .config import NodeConfig
 from .events import EVENT_FILTERS
 from .heartbeat import LeaseHeldError
 from .logs import log_fields
@@ -616,6 +617,23 @@ def run(args: argparse.Namespace) -> int:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
+def node_config(
+    args: argparse.Namespace, name: str, index: int, kubelet_endpoint: tuple[str, int] | None
+) -> NodeConfig:
+    """The checked settings of the ``index``-th node from the flags (a bad one: ValueError naming it)."""
+    return NodeConfig(
+        node_name=name,
+        take_over=args.take_over,
+        events=args.events,
+        # One pod watch for the process (NodeGroup): not one per node.
+        watch=False,
+        cpu_manager_policy=args.cpu_manager_policy,
+        # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
+        network=NodeNetwork.for_index(index),
+        kubelet_endpoint=kubelet_endpoint,
+    )
+
+
 def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     json_lines = args.log_format == "json"
     if json_lines:
@@ -668,18 +686,10 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
             NodeAgent(
                 client,
                 providers[i],
-                name,
-                take_over=args.take_over,
-                manager_options=options,
-                events=args.events,
-                on_sync=metrics.observe_sync,
-                watch=False,
+                node_config(args, name, i, endpoints[i]),
+                manager_options={**options, "on_sync": metrics.observe_sync},
                 runtime=runtime,
                 heartbeat_client=heartbeat_client,
-                cpu_manager_policy=args.cpu_manager_policy,
-                # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
-                network=NodeNetwork.for_index(i),
-                kubelet_endpoint=endpoints[i],
             )
             for i, name in enumerate(names)
         ]
