@@ -417,9 +417,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from rich.live import Live
     from rich.markup import escape
 
-    from .clients.base import RequestCounter
     from .metrics import Metrics
     from .node.command import cluster_client, sync_connections
+    from .requestcount import RequestCounter
     from .simulator import Simulation, simulated_node_names
     from .workloads import builtin_mix, load_pod_files
 

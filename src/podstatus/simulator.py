@@ -35,7 +35,6 @@ from typing import Any, Protocol, cast
 import msgspec
 
 from . import node
-from .clients.base import NodeClient
 from .conditions import is_terminal_phase
 from .errors import (
     ApiError,
@@ -46,7 +45,7 @@ from .errors import (
     ServerError,
     TooManyRequestsError,
 )
-from .manager import Manager, SyncRecord
+from .manager import SyncRecord
 from .node.command import node_names, shared_runtime
 from .node.config import NODE_SETTINGS, NodeConfig
 from .node.heartbeat import LEASE_NAMESPACE, lease_info, node_system_info
@@ -54,8 +53,9 @@ from .node.network import simulation_network
 from .node.provider import NodeDescription
 from .node.simulated import SimContainer, SimPod, SimulatedProvider, Timings
 from .podmanager import BasicPodManager
-from .statusutil import check_container_state_transition
+from .protocols import NodeClient, StatusManager
 from .types import Pod
+from .validation import check_container_state_transition
 
 __all__ = [
     "RUN_LABEL",
@@ -157,7 +157,7 @@ class NodeAgent:
             self._on_event(kind, pod)
 
     @property
-    def manager(self) -> Manager:
+    def manager(self) -> StatusManager:
         return self.agent.manager
 
     @property

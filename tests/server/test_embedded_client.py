@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from podstatus.clients.base import KubeClient
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.errors import ConflictError, NotFoundError
+from podstatus.protocols import KubeClient
 from podstatus.server.store import Store
 from podstatus.types import Pod
 

@@ -16,10 +16,10 @@ from typing import Any
 import msgspec
 
 from ..errors import BadRequestError
+from ..requestcount import RequestCounter
 from ..server.http import EmbeddedApiServer
 from ..server.store import STRATEGIC_MERGE_PATCH, Store, Watch
 from ..types import Pod
-from .base import RequestCounter
 
 __all__ = ["EmbeddedClient"]
 

@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from ..clients.base import NodeClient
-from ..manager import Manager, new_manager
+from ..manager import new_manager
 from ..podmanager import BasicPodManager
+from ..protocols import NodeClient, StatusManager
 from ..types import Pod
 from .calls import BoundCaller, ProviderError
 from .config import NodeConfig
@@ -66,7 +66,7 @@ def default_manager_factory(client: NodeClient, options: Mapping[str, Any] | Non
     """The real status manager (:func:`podstatus.new_manager`), the fast path unless ``options`` say."""
     chosen = dict(options if options is not None else {"fast_path": True})
 
-    def build(pods: BasicPodManager, safety: DeletionSafety) -> Manager:
+    def build(pods: BasicPodManager, safety: DeletionSafety) -> StatusManager:
         return new_manager(client, pods, safety, **chosen)
 
     return build
@@ -91,7 +91,7 @@ class NodeAgent:
         provider: Provider,
         config: NodeConfig,
         *,
-        manager: Manager | None = None,
+        manager: StatusManager | None = None,
         manager_factory: ManagerFactory | None = None,
         manager_options: Mapping[str, Any] | None = None,
         runtime: NodeRuntime | None = None,
@@ -214,7 +214,7 @@ class NodeAgent:
     # -- what the controllers hold, read by tests, the kubelet API and the simulator --------
 
     @property
-    def manager(self) -> Manager:
+    def manager(self) -> StatusManager:
         return self.pod_controller.manager
 
     @property

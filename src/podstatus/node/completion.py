@@ -35,18 +35,16 @@ from ..types import (
     PodIP,
     PodStatus,
 )
+from ..validation import reported_status_problem
 from .resize import Allocation, allocation_of_pod
 
 __all__ = [
-    "PHASES",
     "UnusableStatus",
     "complete_containers",
     "complete_status",
     "initial_allocation",
     "non_kubelet_conditions",
 ]
-
-PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
 class UnusableStatus(ValueError):
@@ -156,10 +154,9 @@ def complete_containers(
     Raises :class:`UnusableStatus` for a report that is no pod status (a wrong type, a phase
     that does not exist, statuses of containers the pod does not have).
     """
-    if not isinstance(status, PodStatus):
-        raise UnusableStatus(f"expected a PodStatus, got {type(status).__name__}")
-    if status.phase not in PHASES:
-        raise UnusableStatus(f"phase {status.phase!r} is not one of {', '.join(PHASES)}")
+    problem = reported_status_problem(status)
+    if problem is not None:
+        raise UnusableStatus(problem)
     inits = _containers(status.init_container_statuses, pod.spec.init_containers or (), base, True)
     mains = _containers(status.container_statuses, pod.spec.containers, base, False)
     inits = _with_resources(inits, status.init_container_statuses, allocated, actuated)

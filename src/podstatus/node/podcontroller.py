@@ -11,7 +11,8 @@
 * **Housekeeping of pods**: polls of a provider that cannot notify, create retries
   (:meth:`PodController.poll`, :meth:`PodController.retry_due`, run by the agent's housekeeping).
 
-The status manager is given (:class:`~podstatus.manager.Manager` or a fake); the controller
+The status manager is given (:class:`~podstatus.manager.Manager`, or
+:class:`~podstatus.fakes.FakeStatusManager` in tests); the controller
 never writes to the API server itself.
 """
 
@@ -27,11 +28,13 @@ from typing import Any
 
 from ..conditions import POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING, is_terminal_phase
 from ..errors import InvalidObjectError
-from ..manager import Manager
 from ..podmanager import BasicPodManager, lean_pod
+from ..protocols import StatusManager
 from ..qos import compute_pod_qos
-from ..statusutil import bound_messages, check_container_state_transition, share_equal_parts
+from ..sharing import share_equal_parts
+from ..statusutil import bound_messages
 from ..types import ContainerStatus, Pod, PodStatus
+from ..validation import check_container_state_transition
 from .calls import BoundCaller, ProviderError, SerialTasks
 from .completion import (
     UnusableStatus,
@@ -137,7 +140,7 @@ class DeletionSafety:
 
 
 # Builds the status manager of a controller from its pod manager and deletion safety.
-ManagerFactory = Callable[[BasicPodManager, DeletionSafety], Manager]
+ManagerFactory = Callable[[BasicPodManager, DeletionSafety], StatusManager]
 
 
 class PodController:

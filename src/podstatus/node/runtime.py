@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..flags import Flag
-from ..syncpool import SyncPool
+from ..scheduling import SyncPool
 from .calls import DaemonPool, ProviderCaller, SerialTasks
 
 __all__ = ["HEARTBEAT", "HOUSEKEEPING", "AgentTicks", "NodeRuntime", "Timer", "TimerHandle", "shared_timer"]

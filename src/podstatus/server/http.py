@@ -33,8 +33,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 
-from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
+from ..requestcount import RequestCounter
 from . import apply as _apply
 from . import bodies, discovery, metricsapi, negotiation, reviews, schema, security
 from .audit import AuditLog
