@@ -45,3 +45,15 @@ def test_report_names_the_run_and_the_shares(tmp_path: Path) -> None:
     assert "`cmd` on commit abc" in text
     assert "| clients.transport | 30 | 60.0 % |" in text
     assert "`manager._sync_pod` | 40 | 80.0 % |" in text  # inclusive table
+
+
+def test_an_at_rest_report_compares_with_the_holds_cpu(tmp_path: Path) -> None:
+    path = tmp_path / "raw.txt"
+    path.write_text(RAW)
+    result = RunResult("podstatus", 2, 10, cpu_s=30.0, hold_s=30.0, hold_cpu_s=1.5)
+    invocation = {"command": "cmd", "commit": "abc", "started": "now", "machine": "m"}
+    text = report(read_raw(path), result, invocation, at_rest=True)
+    assert "Sampled over the hold (every pod up, nothing changing)" in text
+    assert "against 1.5 CPU-seconds of the process" in text
+    whole = report(read_raw(path), result, invocation)
+    assert "Sampled over the whole run" in whole and "against 30.0 CPU-seconds" in whole

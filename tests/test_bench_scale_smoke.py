@@ -47,6 +47,67 @@ def test_scale_smoke_on_the_embedded_server(tmp_path: Path) -> None:
     assert result.not_ready_samples == 0 and result.stale_lease_samples == 0
     assert result.cpu_s is not None and result.cpu_s > 0
     assert result.peak_rss is not None and result.peak_rss > 10 * 2**20
+    # The hold: its length and the contender's CPU over it (no follow phase here).
+    assert result.hold_s == 1.5 and result.hold_cpu_s is not None
+    assert result.follow_streams == 0
+
+
+@needs_node
+def test_follow_phase_holds_kubectl_logs_f_through_the_api_server(tmp_path: Path) -> None:
+    """The follow phase: real `kubectl logs -f` through the embedded server to the nodes' kubelet API."""
+    result = harness.run_podstatus_embedded(
+        2, 10, tmp_path, heartbeat_interval=0.5, hold=1.0, follow=3, follow_hold=11.0
+    )
+    assert result.completed, result.note
+    assert result.kubelet_api is True
+    assert result.follow_streams == 3
+    assert result.follow_opened == 3, result.follow_note
+    assert result.follow_open_at_end == 3, result.follow_note
+    # A serving container prints a probe line every 10 s: each stream got one in 11 s.
+    assert result.follow_receiving == 3
+    assert result.follow_lines >= 3
+    assert result.follow_s >= 11.0 and result.follow_cpu_s is not None
+    row = dict(zip(harness.FOLLOW_COLUMNS, harness.follow_rows([result])[0]))
+    assert (row["streams"], row["opened"], row["open at the end"], row["receiving lines in the hold"]) == (
+        "3",
+        "3",
+        "3",
+        "3",
+    )
+
+
+def test_the_nodes_trust_the_api_servers_kubelet_client_ca() -> None:
+    contender = harness.PodstatusContender()
+    contender.kubelet_client_ca = Path("/pki/ca.crt")
+    cmd = contender.command("k.conf", 3)
+    assert cmd[cmd.index("--kubelet-client-ca") + 1] == "/pki/ca.crt"
+    off = harness.PodstatusContender(kubelet_api=False)
+    off.kubelet_client_ca = Path("/pki/ca.crt")
+    cmd = off.command("k.conf", 3)
+    assert cmd[cmd.index("--kubelet-port") + 1] == "0" and "--kubelet-client-ca" not in cmd
+
+
+def test_kubelet_api_on_and_off_are_rows_of_their_own_with_a_ratio() -> None:
+    """Lease renewals grow with the run's length: the on/off row compares the requests without them."""
+    done = {"completed": True, "nodes_up_s": 1.0, "ready_s": 2.0, "gone_s": 1.0, "cpu_s": 4.0}
+    by_resource = {"create nodes": 10, "patch pods/status": 190, "update leases": 60}
+    on = harness.RunResult(
+        "podstatus", 10, 100, kubelet_api=True, wall_s=60.0, hold_s=30.0, hold_cpu_s=1.1, **done,
+        requests={"create": 10, "patch": 190, "update": 60}, requests_by_resource=by_resource,
+    )  # fmt: skip
+    off = harness.RunResult(
+        "podstatus", 10, 100, kubelet_api=False, wall_s=50.0, hold_s=30.0, hold_cpu_s=1.0, **done,
+        requests={"create": 10, "patch": 190, "update": 50},
+        requests_by_resource={**by_resource, "update leases": 50},
+    )  # fmt: skip
+    rows = harness.table_rows([off, on])
+    assert [r[1] for r in rows] == ["podstatus", "podstatus (kubelet API off)", "**kubelet API on / off**"]
+    ratio = dict(zip(harness.COLUMNS, rows[2]))
+    assert ratio["CPU at rest (s/min)"] == "1.10×"
+    assert ratio["API requests"] == "w/o Lease renewals: 200 / 200"
+    assert ratio["missed heartbeats"] == "renewals/node/min: 6.00 / 6.00"
+    # Both are kept on the page: their keys differ.
+    assert harness._key(on) != harness._key(off)
 
 
 @needs_node

@@ -76,6 +76,7 @@ from podstatus.errors import (  # noqa: E402
 from podstatus.requestcount import RequestCounter  # noqa: E402
 
 from . import kwok  # noqa: E402
+from .follow import LogFollowers  # noqa: E402
 
 log = logging.getLogger("bench.scale")
 
@@ -99,6 +100,8 @@ DEFAULT_PODSTATUS_EVENTS = "warning"
 # The apiserver fixture; another copy of it may be named (a tree whose fixture has other options).
 START = Path(os.environ.get("PODSTATUS_APISERVER_START") or ROOT / "tests" / "apiserver" / "start")
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+# How long the follow phase's `kubectl logs -f` processes get to start and print a first line.
+FOLLOW_OPEN_TIMEOUT = 60.0
 
 
 # --- processes ---------------------------------------------------------------------------
@@ -325,6 +328,9 @@ class RealApiServer:
         else:
             code = self.proc.wait()
             raise RuntimeError(f"kube-apiserver fixture failed (exit {code}); see {workdir / 'fixture.log'}")
+        # The CA of kube-apiserver's --kubelet-client-certificate (the fixture's pki): the nodes
+        # trust it, so pods/log reaches their kubelet API.
+        self.kubelet_client_ca: Path | None = Path(self.info["WORKDIR"]) / "pki" / "ca.crt"
         self.pids: dict[str, int] = {}
         for pid, cmd in descendants(self.proc.pid):
             for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler"):
@@ -356,10 +362,20 @@ class EmbeddedServer:
     """podstatus's EmbeddedApiServer in this process: requests are its count by verb minus the driver's."""
 
     def __init__(self, workdir: Path) -> None:
+        from podstatus.server import security
         from podstatus.server.http import EmbeddedApiServer
+        from podstatus.server.proxy import KubeletClientConfig
 
         workdir.mkdir(parents=True, exist_ok=True)
-        self.server = EmbeddedApiServer(host="127.0.0.1", port=0)
+        # A client certificate towards the nodes' kubelet API (logs -f of the follow phase), as
+        # kube-apiserver's --kubelet-client-certificate; the nodes trust its CA.
+        ca_pem, ca_key = security.generate_ca()
+        cert, key = security.issue_client_cert(ca_pem, ca_key)
+        self.kubelet_client_ca: Path | None = workdir / "kubelet-client-ca.crt"
+        self.kubelet_client_ca.write_bytes(ca_pem)
+        self.server = EmbeddedApiServer(
+            host="127.0.0.1", port=0, kubelet_client=KubeletClientConfig(cert_pem=cert, key_pem=key)
+        )
         self.server.start()
         self.kubeconfig = str(workdir / "kubeconfig")
         self.server.write_kubeconfig(self.kubeconfig)
@@ -508,6 +524,8 @@ class PodstatusContender(Contender):
         self.provider = provider
         self.events = events
         self.kubelet_api = kubelet_api
+        # The API server's kubelet client CA (run_once sets it): the nodes let it in.
+        self.kubelet_client_ca: Path | None = None
 
     @staticmethod
     def available() -> bool:
@@ -525,6 +543,8 @@ class PodstatusContender(Contender):
         # The kubelet API stays on (its cost is part of the run), on ports free on this machine
         # rather than 10250.. which another run or a test may hold.
         cmd += ["--kubelet-port", str(free_port_range(nodes)) if self.kubelet_api else "0"]
+        if self.kubelet_api and self.kubelet_client_ca is not None:
+            cmd += ["--kubelet-client-ca", str(self.kubelet_client_ca)]
         if self.provider:
             cmd += ["--provider", self.provider]
         return cmd
@@ -853,10 +873,48 @@ class RunResult:
     wall_s: float = 0.0
     # podstatus node --events of the run ("" for KWOK, and for podstatus runs before the flag: "all").
     events: str = ""
+    # podstatus: whether every node served the kubelet API (None: KWOK, or runs before the flag).
+    kubelet_api: bool | None = None
+    # The follow phase (after the hold): `kubectl logs -f` on this many pods at once, held
+    # follow_s seconds; how many opened, were open at the end, and kept receiving lines.
+    follow_streams: int = 0
+    follow_opened: int = 0
+    follow_open_at_end: int = 0
+    follow_receiving: int = 0
+    follow_lines: int = 0
+    follow_s: float = 0.0
+    follow_cpu_s: float | None = None  # the contender's CPU-seconds over follow_s
+    follow_note: str = ""
 
     @property
     def total_requests(self) -> int:
         return sum(self.requests.values())
+
+
+def follow_phase(result: RunResult, kubeconfig: str, pid: int, streams: int, hold: float) -> None:
+    """``kubectl logs -f`` on ``streams`` long-running pods (spread over the nodes) at once: opened,
+    then held ``hold`` seconds; into ``result``: how many held, and the contender's CPU meanwhile."""
+    serving = [i for i in range(result.pods) if i % BATCH_EVERY != BATCH_EVERY - 1][:streams]
+    pods = [pod_manifest(i, None)["metadata"]["name"] for i in serving]
+    log.info("follow: kubectl logs -f on %d pods", len(pods))
+    followers = LogFollowers(kubeconfig, NAMESPACE, pods)
+    try:
+        opened = followers.wait_open(FOLLOW_OPEN_TIMEOUT)
+        log.info("follow: %d of %d streams open; holding %.0f s", opened, len(pods), hold)
+        cpu0, start = proc_cpu_seconds(pid), time.monotonic()
+        time.sleep(hold)
+        result.follow_cpu_s = proc_cpu_seconds(pid) - cpu0
+        end = time.monotonic()
+        state = followers.result(start, end)
+    finally:
+        errors = followers.close()
+    result.follow_s = end - start
+    result.follow_streams = state.streams
+    result.follow_opened = state.opened
+    result.follow_open_at_end = state.open_at_end
+    result.follow_receiving = state.receiving
+    result.follow_lines = state.lines
+    result.follow_note = "; ".join(errors)
 
 
 def run_once(
@@ -871,13 +929,23 @@ def run_once(
     create_workers: int = 8,
     scheduled: bool = False,
     max_wait: float | None = None,
+    at_rest: Callable[[int, float], Callable[[], None]] | None = None,
+    follow: int = 0,
+    follow_hold: float | None = None,
 ) -> RunResult:
     """One contender, one size, on ``server`` (fresh): nodes up, pods up, pods gone.
 
     ``scheduled``: the pods name no node and a kube-scheduler (``--control-plane``) places them.
+    ``at_rest(pid, hold)``: called as the hold begins (a profiler attaches); what it returns is
+    called as the hold ends. ``follow``: after the hold, ``kubectl logs -f`` on that many
+    long-running pods at once, held ``follow_hold`` seconds (default ``hold``), when the
+    contender serves the kubelet API.
     """
     result = RunResult(contender.name, nodes, pods, batch_expected=pods // BATCH_EVERY, scheduled=scheduled)
     result.events = str(getattr(contender, "events", ""))
+    if isinstance(contender, PodstatusContender):
+        result.kubelet_api = contender.kubelet_api
+        contender.kubelet_client_ca = getattr(server, "kubelet_client_ca", None)
     result.load = os.getloadavg()[0]
     names = node_names(nodes)
     driver = server.driver()
@@ -972,9 +1040,16 @@ def run_once(
         if hold > 0:
             # Everything up and nothing to do but heartbeats: what the contender costs at rest.
             cpu_hold = proc_cpu_seconds(proc.pid)
+            finish = at_rest(proc.pid, hold) if at_rest is not None else None
             time.sleep(hold)
             result.hold_cpu_s = proc_cpu_seconds(proc.pid) - cpu_hold
             result.hold_s = hold
+            if finish is not None:
+                finish()
+        if follow and result.kubelet_api and getattr(server, "kubelet_client_ca", None) is not None:
+            follow_phase(
+                result, server.kubeconfig, proc.pid, follow, hold if follow_hold is None else follow_hold
+            )
 
         t_delete = time.monotonic()
         try:
@@ -1029,6 +1104,8 @@ def run_podstatus_embedded(
     heartbeat_interval: float = 1.0,
     hold: float = 0.0,
     events: str = DEFAULT_PODSTATUS_EVENTS,
+    follow: int = 0,
+    follow_hold: float | None = None,
 ) -> RunResult:
     """The podstatus path against the in-process EmbeddedApiServer (the smoke of ``make test``)."""
     server = EmbeddedServer(workdir)
@@ -1041,6 +1118,8 @@ def run_podstatus_embedded(
             workdir,
             hold=hold,
             heartbeat_interval=heartbeat_interval,
+            follow=follow,
+            follow_hold=follow_hold,
         )
     finally:
         server.stop()
@@ -1168,11 +1247,32 @@ def _size(r: RunResult) -> str:
     )
 
 
+def _contender(r: RunResult) -> str:
+    """The contender's name, and for podstatus without its kubelet API, that it had none."""
+    return r.contender + (" (kubelet API off)" if r.kubelet_api is False else "")
+
+
+def lease_renewals(r: RunResult) -> int:
+    return r.requests_by_resource.get("update leases", 0)
+
+
+def requests_without_renewals(r: RunResult) -> int | None:
+    """The contender's requests but its Lease renewals, which grow with the length of the run
+    (one per node every 10 s), not with what the run did."""
+    return r.total_requests - lease_renewals(r) if r.requests_by_resource else None
+
+
+def renewals_per_node_minute(r: RunResult) -> float | None:
+    if not r.requests_by_resource or not r.wall_s or not r.nodes:
+        return None
+    return lease_renewals(r) / r.nodes / (r.wall_s / 60)
+
+
 def row(r: RunResult) -> list[str]:
     missed = r.not_ready_samples + r.stale_lease_samples
     return [
         _size(r),
-        r.contender + ("" if r.completed else f" (incomplete: {r.note})" if r.note else ""),
+        _contender(r) + ("" if r.completed else f" (incomplete: {r.note})" if r.note else ""),
         _fmt(r.nodes_up_s),
         _fmt(r.create_rate, 0),
         _fmt(r.ready_s),
@@ -1227,18 +1327,86 @@ def markdown_table(header: tuple[str, ...] | list[str], rows: list[list[str]]) -
     return "\n".join(lines)
 
 
+def api_ratio_row(on: RunResult, off: RunResult) -> list[str]:
+    """podstatus with its kubelet API against without: what the API costs."""
+
+    def rss(r: RunResult) -> float | None:
+        return float(r.peak_rss) if r.peak_rss else None
+
+    return [
+        _size(on),
+        "**kubelet API on / off**",
+        _ratio(on.nodes_up_s, off.nodes_up_s),
+        "",
+        _ratio(on.ready_s, off.ready_s),
+        f"{_ratio(on.pod_p50_ms, off.pod_p50_ms)} / {_ratio(on.pod_p99_ms, off.pod_p99_ms)}",
+        _ratio(on.gone_s, off.gone_s),
+        _ratio(on.cpu_s, off.cpu_s),
+        f"w/o: {_ratio(cpu_after_start(on), cpu_after_start(off))}",
+        _ratio(_per_minute(on), _per_minute(off)),
+        _ratio(rss(on), rss(off)),
+        f"w/o Lease renewals: {requests_without_renewals(on)} / {requests_without_renewals(off)}",
+        "",
+        _ratio(pod_requests_per_pod(on), pod_requests_per_pod(off)),
+        _ratio(on.server_cpu.get("kube-apiserver"), off.server_cpu.get("kube-apiserver")),
+        _ratio(on.server_cpu.get("etcd"), off.server_cpu.get("etcd")),
+        f"renewals/node/min: {_fmt(renewals_per_node_minute(on), 2)} / {_fmt(renewals_per_node_minute(off), 2)}",
+        "",
+    ]
+
+
 def table_rows(results: list[RunResult]) -> list[list[str]]:
     out: list[list[str]] = []
     sizes: dict[tuple[int, int, bool, str], dict[str, RunResult]] = {}
     for r in results:
-        sizes.setdefault((r.nodes, r.pods, r.scheduled, r.server), {})[r.contender] = r
+        sizes.setdefault((r.nodes, r.pods, r.scheduled, r.server), {})[_contender(r)] = r
     for _size, by_name in sizes.items():
-        for name in CONTENDERS:
-            if name in by_name:
-                out.append(row(by_name[name]))
+        for name in sorted(by_name, key=lambda n: (CONTENDERS.index(n.split(" ")[0]), n)):
+            out.append(row(by_name[name]))
         ps, kw = by_name.get("podstatus"), by_name.get("kwok")
+        off = by_name.get(_contender(RunResult("podstatus", 0, 0, kubelet_api=False)))
         if ps is not None and kw is not None and ps.completed and kw.completed:
             out.append(ratio_row(ps, kw))
+        if ps is not None and off is not None and ps.completed and off.completed:
+            out.append(api_ratio_row(ps, off))
+    return out
+
+
+FOLLOW_COLUMNS = (
+    "size",
+    "contender",
+    "streams",
+    "opened",
+    "open at the end",
+    "receiving lines in the hold",
+    "lines in the hold",
+    "held (s)",
+    "CPU while following (s/min)",
+    "CPU at rest (s/min)",
+)
+
+
+def follow_rows(results: list[RunResult]) -> list[list[str]]:
+    """The follow phase of the runs that had one: `kubectl logs -f` on many pods at once."""
+    out = []
+    for r in results:
+        if not r.follow_streams:
+            continue
+        per_minute = r.follow_cpu_s / r.follow_s * 60 if r.follow_cpu_s is not None and r.follow_s else None
+        out.append(
+            [
+                _size(r),
+                _contender(r),
+                str(r.follow_streams),
+                str(r.follow_opened),
+                str(r.follow_open_at_end),
+                str(r.follow_receiving),
+                str(r.follow_lines),
+                _fmt(r.follow_s, 0),
+                _fmt(per_minute, 2),
+                _fmt(_per_minute(r), 2),
+            ]
+        )
     return out
 
 
@@ -1301,20 +1469,21 @@ def _label(nodes: int, pods: int, scheduled: bool, name: str, server: str = "") 
 
 
 def _key(r: RunResult) -> str:
-    return _label(r.nodes, r.pods, r.scheduled, r.contender, r.server)
+    return _label(r.nodes, r.pods, r.scheduled, _contender(r), r.server)
 
 
 def save(
     path: Path,
     results: list[RunResult],
     notes: list[tuple[str, str]],
-    invocation: dict[str, str],
+    invocation: dict[str, str] | list[dict[str, str]],
     *,
     add: bool,
 ) -> None:
-    """Write ``path`` (markdown) and its ``.json`` twin; ``add`` keeps the earlier runs of other sizes."""
+    """Write ``path`` (markdown) and its ``.json`` twin; ``add`` keeps the earlier runs of other sizes.
+    ``invocation``: the command that made the results (or the commands, in order)."""
     twin = path.with_suffix(".json")
-    invocations = [invocation]
+    invocations = [invocation] if isinstance(invocation, dict) else list(invocation)
     if add and twin.exists():
         old = json.loads(twin.read_text(encoding="utf-8"))
         fresh = {_key(r) for r in results} | {label for label, _ in notes}
@@ -1339,6 +1508,9 @@ def save(
         table=markdown_table(COLUMNS, table_rows(results)),
         detail=requests_detail(results) or "(no per-resource counts)",
         errors=requests_detail(results, "errors") or "(none)",
+        follow=markdown_table(FOLLOW_COLUMNS, follow_rows(results))
+        if follow_rows(results)
+        else "(no run with a follow phase on this page)",
         notes="\n".join(f"- {label}: {text}" for label, text in notes) or "- none",
         events=events_note(results),
     )
@@ -1407,6 +1579,11 @@ run, the driver's requests included (the same for both). *missed heartbeats*: no
 5 s, every node) whose Ready condition was not True or whose Lease was older than its
 `leaseDurationSeconds`, which a node lifecycle controller would turn into Unknown. *load at start*:
 the machine's 1-minute load average as the run began (2 cores: above 2, others were waiting for CPU).
+Rows *kubelet API off* ran `podstatus node --kubelet-port 0` (`--podstatus-kubelet-api off`); the
+row *kubelet API on / off* compares them with the default, which serves the kubelet API on every
+node. Its *API requests* cell gives both runs' requests without the Lease renewals (one per node
+every 10 s: they grow with the length of the run, which moves with the machine's load), and its
+*missed heartbeats* cell the renewals per node per minute of each.
 
 {table}
 
@@ -1418,6 +1595,18 @@ Answers other than 2xx to the contenders (a 404 is a delete of a pod already gon
 on a stale resourceVersion):
 
 {errors}
+
+`kubectl logs -f` on many pods at once (`--follow N`, podstatus with its kubelet API): after the
+hold, N `kubectl logs -f` processes (the venv's kubectl 1.37) through the API server, which
+proxies `pods/log` to each pod's node (its kubelet API, with kube-apiserver's kubelet client
+certificate, which the nodes trust: `--kubelet-client-ca`); the first N long-running pods, so
+each stream is on another node. *opened*: streams that printed their first line within 60 s;
+then they are held (`--follow-hold`, default `--hold`): *open at the end*: kubectl still running;
+*receiving lines*: still running and printed a line during the hold (a simulated serving
+container prints a probe's access-log line every 10 s); *CPU while following*: the contender's
+CPU over the hold, per minute, against its *CPU at rest* without streams.
+
+{follow}
 
 Notes:
 
@@ -1487,6 +1676,16 @@ def main(argv: list[str] | None = None) -> int:
         help="serve the kubelet API on every node (on, the default) or not (off: what it costs, side by side)",
     )
     parser.add_argument(
+        "--follow",
+        type=int,
+        default=100,
+        help="after the hold, `kubectl logs -f` on this many pods at once (podstatus with its kubelet "
+        "API; default 100, 0 for none)",
+    )
+    parser.add_argument(
+        "--follow-hold", type=float, default=None, help="seconds to hold the follow streams (default --hold)"
+    )
+    parser.add_argument(
         "--scheduled-sizes",
         default="",
         help="NODESxPODS,... to run once more with kube-scheduler placing the pods (start --control-plane)",
@@ -1551,6 +1750,8 @@ def main(argv: list[str] | None = None) -> int:
                     hold=args.hold,
                     scheduled=scheduled,
                     max_wait=args.max_wait,
+                    follow=args.follow,
+                    follow_hold=args.follow_hold,
                 )
             except Exception as err:
                 log.exception("run failed")

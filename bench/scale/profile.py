@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,20 +59,37 @@ def py_spy() -> str:
 
 
 class ProfiledPodstatus(PodstatusContender):
-    """``podstatus node`` with py-spy attached from the first moment."""
+    """``podstatus node`` with py-spy attached from the first moment, or (``at_rest``) only
+    while every pod is up and nothing changes (the harness's ``--hold``)."""
 
-    def __init__(self, output: Path, **kwargs: Any) -> None:
+    def __init__(self, output: Path, *, at_rest: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.output = output
+        self.at_rest = at_rest
         self.spy: subprocess.Popen[bytes] | None = None
+        self.workdir: Path | None = None
+
+    def _attach(self, pid: int, duration: float | None = None) -> None:
+        cmd = [py_spy(), "record", "--pid", str(pid), "--rate", str(RATE), "--gil", "--nonblocking"]
+        cmd += ["--format", "raw", "--output", str(self.output)]
+        if duration is not None:
+            cmd += ["--duration", str(max(1, int(duration)))]
+        assert self.workdir is not None
+        with open(self.workdir / "py-spy.log", "wb") as out:
+            self.spy = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
 
     def start(self, kubeconfig: str, nodes: int, workdir: Path) -> subprocess.Popen[bytes]:
         proc = super().start(kubeconfig, nodes, workdir)
-        cmd = [py_spy(), "record", "--pid", str(proc.pid), "--rate", str(RATE), "--gil", "--nonblocking"]
-        cmd += ["--format", "raw", "--output", str(self.output)]
-        with open(workdir / "py-spy.log", "wb") as out:
-            self.spy = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        self.workdir = workdir
+        if not self.at_rest:
+            self._attach(proc.pid)
         return proc
+
+    def hold_started(self, pid: int, hold: float) -> Callable[[], None]:
+        """The harness's ``at_rest`` hook: py-spy for the hold (a second less: it must end within it)."""
+        if self.at_rest:
+            self._attach(pid, hold - 1)
+        return lambda: None
 
     def finish(self, timeout: float = 60.0) -> None:
         """py-spy stops when the node process has exited, and writes its file then."""
@@ -141,9 +159,13 @@ def _share(count: int, total: int) -> str:
     return f"{100 * count / total:.1f} %" if total else "-"
 
 
-def report(profile: Profile, result: RunResult, invocation: dict[str, str], top: int = 20) -> str:
+def report(
+    profile: Profile, result: RunResult, invocation: dict[str, str], top: int = 20, *, at_rest: bool = False
+) -> str:
     total = profile.samples
     seconds = total / RATE
+    process_cpu = (result.hold_cpu_s if at_rest else result.cpu_s) or 0
+    what = "the hold (every pod up, nothing changing)" if at_rest else "the whole run"
     lines = [
         "# Where `podstatus node` spends its CPU at scale",
         "",
@@ -154,8 +176,8 @@ def report(profile: Profile, result: RunResult, invocation: dict[str, str], top:
         "",
         markdown_table(COLUMNS, [row(result)]),
         "",
-        f"{total:,} samples with the GIL held: about {seconds:.1f} s of Python work, against "
-        f"{result.cpu_s or 0:.1f} CPU-seconds of the process (the rest is C code that releases the "
+        f"Sampled over {what}. {total:,} samples with the GIL held: about {seconds:.1f} s of Python "
+        f"work, against {process_cpu:.1f} CPU-seconds of the process (the rest is C code that releases the "
         "GIL, TLS and sockets mostly, and threads waiting for the GIL). Each sample is charged to the "
         "innermost podstatus function on its stack, library code below it included.",
         "",
@@ -201,6 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--write", default=None, help="write the report here (markdown)")
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument(
+        "--at-rest",
+        action="store_true",
+        help="sample only the hold (every pod up, nothing changing), not the whole run",
+    )
+    parser.add_argument("--kubelet-api", choices=("on", "off"), default="on")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     ((nodes, pods),) = parse_sizes(args.size)
@@ -209,10 +237,21 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load = machine()
-    contender = ProfiledPodstatus(workdir / "podstatus.pyspy")
+    contender = ProfiledPodstatus(
+        workdir / "podstatus.pyspy", at_rest=args.at_rest, kubelet_api=args.kubelet_api == "on"
+    )
     server = RealApiServer(workdir / "apiserver")
     try:
-        result = run_once(contender, server, nodes, pods, workdir, hold=args.hold, max_wait=args.max_wait)
+        result = run_once(
+            contender,
+            server,
+            nodes,
+            pods,
+            workdir,
+            hold=args.hold,
+            max_wait=args.max_wait,
+            at_rest=contender.hold_started,
+        )
     finally:
         server.stop()
         contender.finish()
@@ -221,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     profile = read_raw(contender.output)
     command = "python -m bench.scale.profile " + " ".join(argv if argv is not None else sys.argv[1:])
     invocation = {"command": command.strip(), "commit": git_commit(), "started": started, "machine": load}
-    text = report(profile, result, invocation, args.top)
+    text = report(profile, result, invocation, args.top, at_rest=args.at_rest)
     print(text)
     if args.write:
         Path(args.write).write_text(text, encoding="utf-8")

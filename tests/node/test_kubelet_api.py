@@ -22,12 +22,13 @@ from nodekit import make_agent, pod_manifest, wait_for
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.node import FakeProvider, NodeAgent
 from podstatus.node.kubeletapi import (
-    INBOUND_LIMIT,
     KubeletAPIConfig,
     KubeletAPIServer,
     metrics_from_summary,
     parse_log_options,
 )
+from podstatus.node.kubeletapi.auth import attributes
+from podstatus.node.kubeletapi.streams import INBOUND_LIMIT
 from podstatus.server.http import EmbeddedApiServer
 from podstatus.server.security import generate_ca
 
@@ -275,6 +276,27 @@ def test_followed_logs_stream_lines_as_they_come_and_stop_when_the_caller_leaves
     assert run(go()) == ["app line 5\n", "app started\n"]
     node.provider.add_log_line("wakes the generator")
     assert node.provider.follow_closed.wait(10), "the provider's follow stream was not closed"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "verb", "subresources"),
+    [
+        ("GET", "/stats/summary", "get", ["stats"]),
+        ("GET", "/metrics/resource", "get", ["metrics"]),
+        ("GET", "/logs/messages", "get", ["log"]),
+        ("GET", "/pods", "get", ["pods", "proxy"]),
+        ("GET", "/runningpods/", "get", ["pods", "proxy"]),
+        ("GET", "/healthz", "get", ["healthz", "proxy"]),
+        ("GET", "/containerLogs/ns/web/app", "get", ["proxy"]),
+        ("POST", "/exec/ns/web/app", "create", ["proxy"]),
+        ("GET", "/podsx", "get", ["proxy"]),
+    ],
+)
+def test_requests_map_to_nodes_subresources_as_the_kubelets(
+    method: str, path: str, verb: str, subresources: list[str]
+) -> None:
+    # nodeAuthorizerAttributesGetter with KubeletFineGrainedAuthz: any one allowed suffices.
+    assert attributes(path, method) == (verb, subresources)
 
 
 def test_log_options_are_parsed_as_pod_log_options() -> None:
