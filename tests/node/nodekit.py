@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
+import pytest
 
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.node import NodeAgent
 from podstatus.node.config import NODE_SETTINGS, NodeConfig
+from podstatus.server.http import EmbeddedApiServer
 
 
 def events_for(client: EmbeddedClient, name: str | None = None) -> list[dict[str, Any]]:
@@ -66,3 +68,37 @@ def pod_manifest(name: str, node: str = "vn-1", **spec: Any) -> dict[str, Any]:
         "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}], **spec},
     }
     return body
+
+
+# --- fixtures shared by the agent tests (conftest.py hands them out) ---------------------------
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddedApiServer]:
+    """An embedded API server on loopback, for the test."""
+    with EmbeddedApiServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def client(server: EmbeddedApiServer) -> EmbeddedClient:
+    return EmbeddedClient(server)
+
+
+@pytest.fixture
+def agents() -> Iterator[list[NodeAgent]]:
+    """The agents a test started (see :func:`start`): stopped at its end."""
+    started: list[NodeAgent] = []
+    yield started
+    for agent in started:
+        agent.stop(timeout=2)
+
+
+def start(
+    agents: list[NodeAgent], client: Any, provider: Any, node: str = "vn-1", **options: Any
+) -> NodeAgent:
+    """:func:`make_agent`, started, and kept in ``agents`` (the fixture) to be stopped."""
+    agent = make_agent(client, provider, node, **options)
+    agent.start()
+    agents.append(agent)
+    return agent

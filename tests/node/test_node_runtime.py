@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from nodekit import make_agent, pod_manifest, wait_for
@@ -12,7 +11,6 @@ from nodekit import make_agent, pod_manifest, wait_for
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.node import FakeProvider, NodeGroup, NodeRuntime, SimulatedProvider, Timings
 from podstatus.node.runtime import Timer
-from podstatus.server.http import EmbeddedApiServer
 from podstatus.types import Pod
 
 ZERO = Timings(
@@ -22,14 +20,6 @@ ZERO = Timings(
     readiness=(0.0, 0.0),
     stop=(0.0, 0.0),
 )
-
-
-@pytest.fixture
-def client() -> Iterator[EmbeddedClient]:
-    server = EmbeddedApiServer()
-    server.start()
-    yield EmbeddedClient(server)
-    server.stop()
 
 
 def test_timer_runs_calls_in_due_order_and_skips_cancelled_ones() -> None:
