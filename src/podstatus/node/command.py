@@ -9,6 +9,7 @@ status manager.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import inspect
 import ipaddress
@@ -617,10 +618,11 @@ def run(args: argparse.Namespace) -> int:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
-def node_config(
-    args: argparse.Namespace, name: str, index: int, kubelet_endpoint: tuple[str, int] | None
-) -> NodeConfig:
-    """The checked settings of the ``index``-th node from the flags (a bad one: ValueError naming it)."""
+def node_config(args: argparse.Namespace, name: str, index: int) -> NodeConfig:
+    """The checked settings of the ``index``-th node from the flags (a bad one: ValueError naming it).
+
+    Its kubelet API's endpoint is known once the API listens: ``dataclasses.replace`` adds it.
+    """
     return NodeConfig(
         node_name=name,
         take_over=args.take_over,
@@ -630,7 +632,6 @@ def node_config(
         cpu_manager_policy=args.cpu_manager_policy,
         # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
         network=NodeNetwork.for_index(index),
-        kubelet_endpoint=kubelet_endpoint,
     )
 
 
@@ -657,6 +658,8 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     metrics = Metrics()
     counter = RequestCounter(metrics.count_request)
     names = node_names(args.name, args.nodes)
+    # The settings first: a bad one (a name that is no DNS subdomain) is said before anything runs.
+    configs = [node_config(args, name, i) for i, name in enumerate(names)]
     # Providers first: a typo in --provider is reported before anything touches the cluster.
     providers = [
         load_provider(args.provider, name, i, sim_exec=args.sim_exec) for i, name in enumerate(names)
@@ -686,7 +689,7 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
             NodeAgent(
                 client,
                 providers[i],
-                node_config(args, name, i, endpoints[i]),
+                dataclasses.replace(configs[i], kubelet_endpoint=endpoints[i]),
                 manager_options={**options, "on_sync": metrics.observe_sync},
                 runtime=runtime,
                 heartbeat_client=heartbeat_client,
