@@ -67,6 +67,8 @@ class LeaseController:
     def tick(self) -> None:
         if not self._ticks.begin():
             return
+        with self._ticks.lock:
+            self._ticks.handles[TICK] = None  # this one runs: none is pending until rescheduled
         try:
             try:
                 renewed = self.lease.renew()

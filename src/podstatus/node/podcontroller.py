@@ -33,7 +33,7 @@ from ..protocols import StatusManager
 from ..qos import compute_pod_qos
 from ..sharing import share_equal_parts
 from ..statusutil import bound_messages
-from ..types import ContainerStatus, Pod, PodStatus
+from ..types import ContainerStatus, Pod, PodCondition, PodStatus
 from ..validation import check_container_state_transition
 from .calls import BoundCaller, ProviderError, SerialTasks
 from .completion import (
@@ -601,14 +601,18 @@ class PodController:
         for uid in waiting:
             self._tasks.submit(uid, self._resize, uid, True)
 
-    def _check_resize_done(self, state: PodState, statuses: Iterable[ContainerStatus]) -> None:
-        """IsPodResizeInProgress: running containers as allocated end the in-progress condition."""
+    def _check_resize_done(
+        self, state: PodState, statuses: Iterable[ContainerStatus], resize_conditions: Iterable[PodCondition]
+    ) -> bool:
+        """IsPodResizeInProgress: running containers as allocated end the in-progress condition.
+
+        True when it ended (the manager's resize conditions changed)."""
         allocated = state.allocated
-        if allocated is None or not self._resize_in_progress(state.pod.uid):
-            return
+        if allocated is None or not any(c.type == POD_RESIZE_IN_PROGRESS for c in resize_conditions):
+            return False
         for cs in statuses:
             if cs.state.running is not None and not same_resources(cs.resources, allocated.get(cs.name)):
-                return
+                return False
         generation, cleared = self.manager.clear_pod_resize_in_progress_condition(state.pod.uid)
         if cleared:
             spec = self._allocated_pod(state).spec.to_dict()
@@ -618,6 +622,7 @@ class PodController:
                 "ResizeCompleted",
                 resize_message("Pod resize completed", spec, generation),
             )
+        return cleared
 
     def _republish(self, uid: str) -> None:
         state = self._states.get(uid)
@@ -704,14 +709,16 @@ class PodController:
                     # neither held here nor sent to be refused (413) and retried for ever.
                     status = bound_messages(pod.spec, status)
                 inits, mains = complete_containers(pod, status, base, state.allocated, state.actuated)
-                self._check_resize_done(state, (*(inits or ()), *(mains or ())))
+                resize_conditions = self.manager.get_pod_resize_conditions(pod_uid)
+                if self._check_resize_done(state, (*(inits or ()), *(mains or ())), resize_conditions):
+                    resize_conditions = self.manager.get_pod_resize_conditions(pod_uid)
                 complete = complete_status(
                     pod,
                     status,
                     base,
                     inits,
                     mains,
-                    resize_conditions=self.manager.get_pod_resize_conditions(pod_uid),
+                    resize_conditions=resize_conditions,
                     host_ip=self._host_ip(),
                 )
             except (UnusableStatus, TypeError, AttributeError, ValueError) as err:
