@@ -51,7 +51,8 @@ from .node.config import NODE_SETTINGS, NodeConfig
 from .node.heartbeat import LEASE_NAMESPACE, lease_info, node_system_info
 from .node.network import simulation_network
 from .node.provider import NodeDescription
-from .node.simulated import SimContainer, SimPod, SimulatedProvider, Timings
+from .node.simpod import SimContainer, SimPod, Timings
+from .node.simulated import SimulatedProvider
 from .podmanager import BasicPodManager
 from .protocols import NodeClient, StatusManager
 from .types import Pod

@@ -25,7 +25,7 @@ from nodecli import SRC, free_port, kubectl, kubectl_try, node_ready
 # A simulated node of 2 cpu whose containers start at once and take 0.3 s to apply a resize.
 PROVIDER = """
 from podstatus.node import NodeDescription
-from podstatus.node.simulated import SimulatedProvider, Timings
+from podstatus.node import SimulatedProvider, Timings
 
 
 class SmallNode(SimulatedProvider):

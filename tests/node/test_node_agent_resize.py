@@ -12,8 +12,7 @@ from nodekit import start as start_agent
 
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.errors import ForbiddenError
-from podstatus.node import NodeAgent, NodeDescription
-from podstatus.node.simulated import SimulatedProvider, Timings
+from podstatus.node import NodeAgent, NodeDescription, SimulatedProvider, Timings
 
 QUICK = Timings(
     image_pull=(0.01, 0.01),

@@ -21,7 +21,8 @@ from .provider import (
     pending_status,
 )
 from .runtime import NodeRuntime
-from .simulated import SimulatedProvider, Timings
+from .simpod import Timings
+from .simulated import SimulatedProvider
 
 __all__ = [
     "EventCorrelator",
