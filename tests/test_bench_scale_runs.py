@@ -31,6 +31,10 @@ def test_the_median_run_is_the_row_and_every_run_is_in_the_notes() -> None:
     assert "3 runs; CPU at rest (s/min) 4.40, 3.80, 4.00 (median 4.00)" in mine
     assert "API requests without Lease renewals 19000, 19000, 19000" in mine
     assert "load at start 0.4, 3.0, 1.0" in mine
+    assert "requests at rest" not in mine  # none of these runs had an audit log window
+    on[0].hold_requests = {"update leases": 3000}
+    _, notes = runs.combine([on[0], on[1]])
+    assert "requests at rest per min 6000, —" in dict(notes)["1000 × 10000 podstatus"]
     ratio = text["1000 × 10000 kubelet API on / off"]
     assert ratio.startswith("median CPU at rest 4.00 against 3.85 s/min: +4 % with the kubelet API")
 

@@ -76,6 +76,29 @@ def test_follow_phase_holds_kubectl_logs_f_through_the_api_server(tmp_path: Path
     )
 
 
+def test_requests_in_a_window_are_counted_from_the_audit_log(tmp_path: Path) -> None:
+    import json
+
+    def event(audit_id: str, agent: str, at: str, verb: str, resource: str, sub: str = "") -> str:
+        ref = {"resource": resource, **({"subresource": sub} if sub else {})}
+        body = {"auditID": audit_id, "userAgent": agent, "requestReceivedTimestamp": at, "verb": verb}
+        return json.dumps({**body, "objectRef": ref})
+
+    log = tmp_path / "audit.log"
+    lines = [
+        event("1", "podstatus/0.1", "2026-12-05T10:00:00.5Z", "update", "leases"),
+        event("1", "podstatus/0.1", "2026-12-05T10:00:00.5Z", "update", "leases"),  # its second stage
+        event("2", "podstatus/0.1", "2026-12-05T10:00:01Z", "patch", "pods", "status"),
+        event("3", "kubectl/v1.37", "2026-12-05T10:00:01Z", "get", "pods", "log"),
+        event("4", "podstatus/0.1", "2026-12-05T10:00:09Z", "update", "leases"),  # after the window
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    counts = harness.count_audit_window(log, "podstatus/", "2026-12-05T10:00:00Z", "2026-12-05T10:00:05Z")
+    assert counts == {"update leases": 1, "patch pods/status": 1}
+    at_rest = harness.RunResult("podstatus", 1, 1, hold_s=30.0, hold_requests={"update leases": 3})
+    assert harness.requests_at_rest(at_rest) == 6.0
+
+
 def test_the_nodes_trust_the_api_servers_kubelet_client_ca() -> None:
     contender = harness.PodstatusContender()
     contender.kubelet_client_ca = Path("/pki/ca.crt")
@@ -106,6 +129,7 @@ def test_kubelet_api_on_and_off_are_rows_of_their_own_with_a_ratio() -> None:
     assert ratio["CPU at rest (s/min)"] == "1.10×"
     assert ratio["API requests"] == "w/o Lease renewals: 200 / 200"
     assert ratio["missed heartbeats"] == "renewals/node/min: 6.00 / 6.00"
+    assert ratio["of which Events"] == "at rest, per min: — / —"  # no audit log: no window counts
     # Both are kept on the page: their keys differ.
     assert harness._key(on) != harness._key(off)
 
@@ -121,6 +145,9 @@ def test_scale_smoke_on_podstatus_serve(tmp_path: Path) -> None:
     assert note.startswith("podstatus serve: peak RSS ")
     # Counted from the audit log, by resource as on kube-apiserver; the driver's are not among them.
     assert result.agents == ["podstatus/0.1"]
+    # The hold's window, and what the contender sent in it: heartbeats at most.
+    assert len(result.hold_window) == 2 and result.hold_window[0] <= result.hold_window[1]
+    assert set(result.hold_requests) <= {"update leases", "patch nodes/status"}, result.hold_requests
     assert result.requests_by_resource["create nodes"] == 2
     assert result.requests_by_resource["create leases"] == 2
     assert result.requests_by_resource["patch pods/status"] >= 10

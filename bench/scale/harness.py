@@ -273,6 +273,42 @@ def count_audit_log(path: Path, agent: str) -> tuple[Counter[str], Counter[str],
     return by_verb, by_resource, sorted(agents), errors
 
 
+def count_audit_window(path: Path, agent: str, start: str, end: str) -> Counter[str]:
+    """The requests of user agents starting with ``agent`` received between ``start`` and ``end``
+    (audit timestamps, RFC 3339 UTC), by verb and resource."""
+    seen: set[str] = set()
+    by_resource: Counter[str] = Counter()
+    first, last = _utc(start), _utc(end)
+    if first is None or last is None:
+        return by_resource
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            event = json.loads(line)
+            if not (event.get("userAgent") or "").startswith(agent) or event["auditID"] in seen:
+                continue
+            seen.add(event["auditID"])
+            received = _utc(event.get("requestReceivedTimestamp") or "")
+            if received is None or not first <= received <= last:
+                continue
+            ref = event.get("objectRef") or {}
+            resource = ref.get("resource") or event.get("requestURI", "").split("?")[0]
+            if ref.get("subresource"):
+                resource += "/" + ref["subresource"]
+            by_resource[f"{event['verb']} {resource}"] += 1
+    return by_resource
+
+
+def _utc(stamp: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
 def kubeconfig_driver(kubeconfig: str) -> DriverClient:
     """The driver's client for a server out of this process, from the kubeconfig it wrote."""
     return DriverClient.from_kubeconfig(
@@ -885,6 +921,12 @@ class RunResult:
     follow_s: float = 0.0
     follow_cpu_s: float | None = None  # the contender's CPU-seconds over follow_s
     follow_note: str = ""
+    # The hold's and the follow phase's (start, end), UTC, and the contender's requests in each,
+    # by verb and resource (from the audit log; empty without one).
+    hold_window: list[str] = field(default_factory=list)
+    follow_window: list[str] = field(default_factory=list)
+    hold_requests: dict[str, int] = field(default_factory=dict)
+    follow_requests: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_requests(self) -> int:
@@ -901,10 +943,11 @@ def follow_phase(result: RunResult, kubeconfig: str, pid: int, streams: int, hol
     try:
         opened = followers.wait_open(FOLLOW_OPEN_TIMEOUT)
         log.info("follow: %d of %d streams open; holding %.0f s", opened, len(pods), hold)
-        cpu0, start = proc_cpu_seconds(pid), time.monotonic()
+        cpu0, start, window_start = proc_cpu_seconds(pid), time.monotonic(), _now()
         time.sleep(hold)
         result.follow_cpu_s = proc_cpu_seconds(pid) - cpu0
         end = time.monotonic()
+        result.follow_window = [window_start, _now()]
         state = followers.result(start, end)
     finally:
         errors = followers.close()
@@ -1039,11 +1082,12 @@ def run_once(
             result.pod_p99_ms = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
         if hold > 0:
             # Everything up and nothing to do but heartbeats: what the contender costs at rest.
-            cpu_hold = proc_cpu_seconds(proc.pid)
+            cpu_hold, hold_start = proc_cpu_seconds(proc.pid), _now()
             finish = at_rest(proc.pid, hold) if at_rest is not None else None
             time.sleep(hold)
             result.hold_cpu_s = proc_cpu_seconds(proc.pid) - cpu_hold
             result.hold_s = hold
+            result.hold_window = [hold_start, _now()]
             if finish is not None:
                 finish()
         if follow and result.kubelet_api and getattr(server, "kubelet_client_ca", None) is not None:
@@ -1087,6 +1131,14 @@ def run_once(
         result.requests = dict(by_verb)
         result.requests_by_resource = dict(by_resource)
         result.agents = agents
+        audit = getattr(server, "audit_log", None)
+        if audit is not None and Path(audit).exists():
+            if result.hold_window:
+                result.hold_requests = dict(count_audit_window(audit, contender.agent, *result.hold_window))
+            if result.follow_window:
+                result.follow_requests = dict(
+                    count_audit_window(audit, contender.agent, *result.follow_window)
+                )
         result.heartbeat_samples = heartbeat.samples
         result.not_ready_samples = heartbeat.not_ready
         result.stale_lease_samples = heartbeat.stale_lease
@@ -1262,6 +1314,13 @@ def requests_without_renewals(r: RunResult) -> int | None:
     return r.total_requests - lease_renewals(r) if r.requests_by_resource else None
 
 
+def requests_at_rest(r: RunResult) -> float | None:
+    """The contender's requests per minute over the hold (every pod up, nothing changing)."""
+    if not r.hold_requests or not r.hold_s:
+        return None
+    return sum(r.hold_requests.values()) / r.hold_s * 60
+
+
 def renewals_per_node_minute(r: RunResult) -> float | None:
     if not r.requests_by_resource or not r.wall_s or not r.nodes:
         return None
@@ -1346,7 +1405,7 @@ def api_ratio_row(on: RunResult, off: RunResult) -> list[str]:
         _ratio(_per_minute(on), _per_minute(off)),
         _ratio(rss(on), rss(off)),
         f"w/o Lease renewals: {requests_without_renewals(on)} / {requests_without_renewals(off)}",
-        "",
+        f"at rest, per min: {_fmt(requests_at_rest(on), 0)} / {_fmt(requests_at_rest(off), 0)}",
         _ratio(pod_requests_per_pod(on), pod_requests_per_pod(off)),
         _ratio(on.server_cpu.get("kube-apiserver"), off.server_cpu.get("kube-apiserver")),
         _ratio(on.server_cpu.get("etcd"), off.server_cpu.get("etcd")),
@@ -1582,8 +1641,10 @@ the machine's 1-minute load average as the run began (2 cores: above 2, others w
 Rows *kubelet API off* ran `podstatus node --kubelet-port 0` (`--podstatus-kubelet-api off`); the
 row *kubelet API on / off* compares them with the default, which serves the kubelet API on every
 node. Its *API requests* cell gives both runs' requests without the Lease renewals (one per node
-every 10 s: they grow with the length of the run, which moves with the machine's load), and its
-*missed heartbeats* cell the renewals per node per minute of each.
+every 10 s: they grow with the length of the run, which moves with the machine's load), its
+*of which Events* cell each one's requests per minute over the hold (from the audit log's
+timestamps: at rest, what the node costs the API server), and its *missed heartbeats* cell the
+renewals per node per minute of each.
 
 {table}
 

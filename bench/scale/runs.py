@@ -25,6 +25,7 @@ from .harness import (
     _key,
     _per_minute,
     git_commit,
+    requests_at_rest,
     requests_without_renewals,
     save,
 )
@@ -63,6 +64,11 @@ def summary(runs: list[RunResult]) -> str:
         "API requests without Lease renewals " + ", ".join(str(requests_without_renewals(r)) for r in runs),
         "load at start " + ", ".join(f"{r.load:.1f}" for r in runs),
     ]
+    at_rest = [requests_at_rest(r) for r in runs]
+    if any(v is not None for v in at_rest):
+        parts.insert(
+            2, "requests at rest per min " + ", ".join("—" if v is None else f"{v:.0f}" for v in at_rest)
+        )
     if any(r.follow_streams for r in runs):
         parts.append(
             "kubectl logs -f held (receiving lines) "
