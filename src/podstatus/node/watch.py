@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from ..errors import ApiError, GoneError
+from ..protocols import NodeClient
 from ..types import Pod
 from .logs import log_fields
 
@@ -22,7 +24,7 @@ def _log(level: int, message: str, **fields: Any) -> None:
 class PodEventHandler(Protocol):
     """What a watch feeds: a full list, then one event at a time."""
 
-    def relist(self, pods: list[Pod]) -> None: ...
+    def relist(self, pods: Iterable[Pod]) -> None: ...
 
     def handle_pod_event(self, kind: str, pod: Pod) -> None: ...
 
@@ -33,7 +35,9 @@ class PodWatcher:
     ``handler`` has ``relist(pods)`` and ``handle_pod_event(kind, pod)``.
     """
 
-    def __init__(self, client: Any, handler: Any, field_selector: str, *, timeout: float = 300.0) -> None:
+    def __init__(
+        self, client: NodeClient, handler: PodEventHandler, field_selector: str, *, timeout: float = 300.0
+    ) -> None:
         self.client = client
         self.handler = handler
         self.field_selector = field_selector
