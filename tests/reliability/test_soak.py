@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -89,17 +89,20 @@ LONG = SoakConfig(
 
 
 class _Safety:
-    """Deletion safety from the simulated containers (as the simulator's own)."""
+    """Deletion safety from the simulated containers (as the simulator's own).
 
-    def __init__(self, agent: NodeAgent) -> None:
-        self.agent = agent
+    ``sim_pod`` is looked up when asked: the manager is built with this while its agent is.
+    """
+
+    def __init__(self, sim_pod: Callable[[str], Any]) -> None:
+        self.sim_pod = sim_pod
 
     def pod_resources_are_reclaimed(self, pod: Any, status: Any) -> bool:
-        sim = self.agent.sim_pod(pod.uid)
+        sim = self.sim_pod(pod.uid)
         return sim is None or not sim.any_running()
 
     def pod_could_have_running_containers(self, pod: Any) -> bool:
-        sim = self.agent.sim_pod(pod.uid)
+        sim = self.sim_pod(pod.uid)
         return sim is not None and sim.any_running()
 
 
@@ -154,7 +157,9 @@ def run_soak(server: EmbeddedApiServer, mode: str, cfg: SoakConfig) -> dict[str,
 
     def soak_manager(pods: BasicPodManager, safety: Any) -> Any:
         # The agent is given a manager of the soak's own: over HTTP with faults, frozen at will.
-        manager = new_manager(client, pods, _Safety(agent), sync_period=cfg.sync_period, **MODES[mode])
+        manager = new_manager(
+            client, pods, _Safety(lambda uid: agent.sim_pod(uid)), sync_period=cfg.sync_period, **MODES[mode]
+        )
         built.extend((manager, FreezableManager(manager)))
         return built[1]
 
@@ -231,7 +236,9 @@ def run_soak(server: EmbeddedApiServer, mode: str, cfg: SoakConfig) -> dict[str,
         left: list[str] = ["?"]
         open_handshakes: list[str] = []
         while time.monotonic() < deadline:
-            left = unsynced_pods(manager, agent.pods, store, _Safety(agent).pod_could_have_running_containers)
+            left = unsynced_pods(
+                manager, agent.pods, store, _Safety(agent.sim_pod).pod_could_have_running_containers
+            )
             open_handshakes = unfinished_handshakes(store, stopped)
             if not left and not open_handshakes:
                 break
