@@ -132,6 +132,8 @@ def test_kubelet_api_on_and_off_are_rows_of_their_own_with_a_ratio() -> None:
     assert ratio["of which Events"] == "at rest, per min: — / —"  # no audit log: no window counts
     # Both are kept on the page: their keys differ.
     assert harness._key(on) != harness._key(off)
+    header = harness.requests_detail([on, off]).splitlines()[0]
+    assert "| podstatus 10 × 100 | podstatus (kubelet API off) 10 × 100 |" in header
 
 
 @needs_node

@@ -1475,7 +1475,7 @@ def requests_detail(results: list[RunResult], attribute: str = "requests_by_reso
     if not keys:
         return ""
     first = "verb resource" + (" code" if attribute == "errors" else "")
-    header = [first, *[f"{r.contender} {_size(r)}" for r in results]]
+    header = [first, *[f"{_contender(r)} {_size(r)}" for r in results]]
     rows = [[k, *[str(c.get(k, 0)) for c in counts]] for k in keys]
     return markdown_table(header, rows)
 
@@ -1644,7 +1644,9 @@ node. Its *API requests* cell gives both runs' requests without the Lease renewa
 every 10 s: they grow with the length of the run, which moves with the machine's load), its
 *of which Events* cell each one's requests per minute over the hold (from the audit log's
 timestamps: at rest, what the node costs the API server), and its *missed heartbeats* cell the
-renewals per node per minute of each.
+renewals per node per minute of each. Runs one after another move with the machine's load by more than the API
+costs at rest: `python -m bench.scale.paired` runs both at once on one kube-apiserver and reads
+their CPU over the same windows (its figures: docs/design.md, "The kubelet API on every node").
 
 {table}
 
@@ -1754,6 +1756,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    commit = git_commit()  # the code that runs, not what the tree holds when the runs end
     load_at_start = machine()
     base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="podstatus-scale-"))
     names = [n.strip() for n in args.contenders.split(",") if n.strip()]
@@ -1837,7 +1840,7 @@ def main(argv: list[str] | None = None) -> int:
         invocation = {
             "command": command.strip(),
             "started": started,
-            "commit": git_commit(),
+            "commit": commit,
             "machine": load_at_start,
         }
         save(Path(args.write), results, notes, invocation, add=args.add)
