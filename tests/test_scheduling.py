@@ -1,5 +1,6 @@
-"""The sync pool through its public interface alone (podstatus.scheduling): tasks made of two
-callables, no manager. The managers on a pool are tested in tests/manager/test_manager_syncpool.py."""
+"""Sync scheduling through its public interface alone (podstatus.scheduling), no manager: the shared
+pool running tasks made of two callables, the private OwnLoop of a manager without a pool running
+plain callables, its WorkQueue and DueTimes. The managers on them are tested in tests/manager/."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from podstatus.scheduling import SyncPool, SyncTask
+from podstatus.flags import Flag
+from podstatus.scheduling import DueTimes, OwnLoop, SyncPool, SyncTask, WorkQueue
 
 
 class Recorder:
@@ -167,3 +169,243 @@ def test_closed_pool_takes_no_more_work() -> None:
 def test_workers_must_be_positive() -> None:
     with pytest.raises(ValueError):
         SyncPool(workers=0)
+
+
+# --- the private scheduler of a manager without a shared pool (OwnLoop), through its interface alone ---
+
+
+class LoopWork:
+    """What a manager hands its OwnLoop: passes, a next timed wait, and the pods a pass queues.
+
+    Every call is recorded. ``gate`` blocks passes (a request that hangs) until set.
+    """
+
+    def __init__(self, *, workers: int = 1, period: float = 60.0) -> None:
+        self.lock = threading.RLock()
+        self.queue = WorkQueue(self.lock)
+        self.passes: list[bool] = []
+        self.synced: list[str] = []
+        self.pass_threads: set[str] = set()
+        self.sync_threads: set[str] = set()
+        self.waits: list[float] = []  # what next_wait answers, one per call (then 3600)
+        self.again: set[str] = set()  # keys whose sync asks for another pass
+        self.fail_passes = 0
+        self.dropped: list[list[str]] = []  # what was still queued as each run ended
+        self.gate = threading.Event()
+        self.gate.set()
+        self.stopping = Flag()
+        self.loop: OwnLoop[str] = OwnLoop(
+            period=period,
+            workers=workers,
+            queue=self.queue,
+            run_pass=self.run_pass,
+            next_wait=self.next_wait,
+            take=self.take,
+            sync=self.sync,
+            stopped=lambda: self.dropped.append(self.queue.drop()),
+        )
+
+    def start(self) -> bool:
+        """Start a run with a stop flag of its own (the manager's way)."""
+        self.stopping = Flag()
+        return self.loop.start(self.stopping)
+
+    def stop(self, timeout: float = 5.0) -> list[str]:
+        self.stopping.set()
+        return self.loop.stop(timeout)
+
+    def run_pass(self, full: bool) -> None:
+        self.pass_threads.add(threading.current_thread().name)
+        self.gate.wait(5)
+        self.passes.append(full)
+        if self.fail_passes:
+            self.fail_passes -= 1
+            raise RuntimeError("pass hiccup")
+
+    def next_wait(self) -> float:
+        return self.waits.pop(0) if self.waits else 3600.0
+
+    def take(self) -> str:
+        return self.queue.pop()
+
+    def sync(self, key: str) -> bool:
+        self.sync_threads.add(threading.current_thread().name)
+        self.synced.append(key)
+        with self.queue.cond:
+            self.queue.done(key)
+        return key in self.again
+
+    def enqueue(self, *keys: str) -> None:
+        with self.queue.cond:
+            for key in keys:
+                self.queue.push(key, 1)
+            self.queue.cond.notify_all()
+
+
+@pytest.fixture
+def work() -> Iterator[LoopWork]:
+    w = LoopWork()
+    yield w
+    w.stop()
+
+
+def test_own_loop_runs_a_pass_when_woken(work: LoopWork) -> None:
+    assert work.start()
+    assert work.loop.running and not work.loop.has_workers
+    work.loop.wake()
+    wait_for(lambda: work.passes == [False])
+    assert work.pass_threads == {"podstatus-sync"}
+
+
+def test_own_loop_keeps_a_wake_up_given_before_start(work: LoopWork) -> None:
+    # A manager's statuses set before start are owed: the first pass runs without another wake.
+    work.loop.wake()
+    work.start()
+    wait_for(lambda: work.passes == [False])
+
+
+def test_own_loop_runs_a_full_pass_every_period() -> None:
+    w = LoopWork(period=0.05)
+    w.start()
+    try:
+        # Never woken, no timed wait: the full resyncs come by themselves.
+        wait_for(lambda: w.passes.count(True) >= 2)
+    finally:
+        w.stop()
+
+
+def test_own_loop_runs_a_pass_when_the_next_wait_is_over(work: LoopWork) -> None:
+    # A back-off or a held change is due (next_wait 0): a pass runs with no wake-up and no period.
+    work.waits = [0.0]
+    work.start()
+    wait_for(lambda: work.passes == [False])
+
+
+def test_own_loop_goes_on_after_a_failing_pass(work: LoopWork, caplog: pytest.LogCaptureFixture) -> None:
+    work.fail_passes = 1
+    work.start()
+    work.loop.wake()
+    wait_for(lambda: len(work.passes) == 1)
+    work.loop.wake()
+    wait_for(lambda: len(work.passes) == 2)
+    assert "Status sync pass failed" in caplog.text
+
+
+def test_own_loop_starts_one_run_at_a_time(work: LoopWork) -> None:
+    before = set(threading.enumerate())
+    assert work.start()
+    assert not work.start()
+    started = [t for t in threading.enumerate() if t not in before]
+    assert [t.name for t in started] == ["podstatus-sync"]
+
+
+def test_own_loop_workers_take_what_a_pass_queued() -> None:
+    w = LoopWork(workers=3)
+    before = set(threading.enumerate())
+    w.start()
+    try:
+        started = sorted(t.name for t in threading.enumerate() if t not in before)
+        assert started == ["podstatus-sync", "podstatus-worker-0", "podstatus-worker-1", "podstatus-worker-2"]
+        assert w.loop.has_workers
+        w.enqueue("a", "b", "c")
+        wait_for(lambda: sorted(w.synced) == ["a", "b", "c"])
+        assert w.sync_threads <= {"podstatus-worker-0", "podstatus-worker-1", "podstatus-worker-2"}
+        assert w.passes == []  # syncing needs no pass
+        # A sync that says another pass must look again wakes the loop.
+        w.again.add("d")
+        w.enqueue("d")
+        wait_for(lambda: w.passes == [False])
+    finally:
+        w.stop()
+    assert not w.loop.has_workers and not w.loop.running
+
+
+def test_own_loop_stop_joins_its_threads() -> None:
+    w = LoopWork(workers=2)
+    before = set(threading.enumerate())
+    w.start()
+    started = [t for t in threading.enumerate() if t not in before]
+    assert len(started) == 3
+    assert w.stop() == []
+    assert not any(t.is_alive() for t in started)
+    assert w.dropped == [[]]
+    # Stopped: what is queued now is taken by nobody.
+    w.enqueue("a")
+    assert w.synced == []
+    assert len(w.queue) == 1
+
+
+def test_own_loop_stop_gives_up_on_a_hung_pass_and_a_new_run_is_apart() -> None:
+    w = LoopWork()
+    w.gate.clear()  # the pass hangs, as a request would
+    before = set(threading.enumerate())
+    w.start()
+    w.loop.wake()
+    wait_for(lambda: w.pass_threads == {"podstatus-sync"})
+    hung = [t for t in threading.enumerate() if t not in before]
+    assert w.stop(timeout=0.1) == ["podstatus-sync"]
+    assert not w.loop.running
+    assert w.start()
+    newer = [t for t in threading.enumerate() if t not in before and t not in hung]
+    assert [t.name for t in newer] == ["podstatus-sync"]
+    w.gate.set()
+    # The hung run sees its own stop flag once its pass returns, and ends; the new run goes on.
+    wait_for(lambda: not any(t.is_alive() for t in hung))
+    assert all(t.is_alive() for t in newer)
+    w.loop.wake()
+    wait_for(lambda: len(w.passes) >= 2)
+    assert w.stop() == []
+
+
+# --- WorkQueue and DueTimes --------------------------------------------------------------------------------
+
+
+def test_work_queue_orders_by_priority_then_arrival() -> None:
+    q = WorkQueue(threading.RLock())
+    with q.cond:
+        q.push("late", 1)
+        q.push("urgent", 0)
+        q.push("later", 1)
+        assert len(q) == 3 and q.is_queued("late")
+        assert [q.pop(), q.pop()] == ["urgent", "late"]
+        assert q.is_in_flight("urgent") and not q.is_queued("urgent")
+        assert q.in_flight_count == 2
+        assert q.drop() == ["later"]
+        assert len(q) == 0 and q.in_flight_count == 2  # dropping leaves what is in flight
+
+
+def test_work_queue_waits_for_keys_done_and_for_idle() -> None:
+    q = WorkQueue(threading.RLock())
+    with q.cond:
+        q.push("a", 1)
+        q.pop()
+
+    def finish() -> None:
+        time.sleep(0.05)
+        with q.cond:
+            q.done("a")
+
+    t = threading.Thread(target=finish)
+    t.start()
+    q.wait_done(["a"], lambda: False)
+    assert not q.is_in_flight("a")
+    assert q.wait_idle(time.monotonic() + 5)
+    t.join()
+    # A stop ends a wait whatever is still queued; a deadline ends a wait for idle.
+    with q.cond:
+        q.push("b", 1)
+        q.pop()
+    q.wait_done(["b"], lambda: True)
+    assert not q.wait_idle(time.monotonic())
+
+
+def test_due_times_pop_what_is_due_and_drop_what_is_stale() -> None:
+    d = DueTimes()
+    d.add(1.0, "stale")
+    d.add(2.0, "due")
+    d.add(5.0, "later")
+    live = {"due": 2.0, "later": 5.0}
+    due, wait = d.pop_due(3.0, lambda key, when: live.get(key) == when)
+    assert due == ["due"] and wait == 2.0
+    assert d.pop_due(6.0, lambda key, when: True) == (["later"], None)
+    assert d.pop_due(7.0, lambda key, when: True) == ([], None)

@@ -38,7 +38,6 @@ from podstatus.types import (
     PodSpec,
     PodStatus,
 )
-from podstatus.validation import check_container_state_transition
 
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 T1 = datetime(2024, 5, 1, 11, 0, 0, tzinfo=UTC)
@@ -104,113 +103,6 @@ def pod_with(pod_spec: PodSpec, status: PodStatus, annotations: dict[str, str] |
         spec=pod_spec,
         status=status,
     )
-
-
-# --- SPEC 4.2 step 2: illegal container transitions ----------------------------------------
-
-
-def _regular(state: ContainerState) -> PodStatus:
-    return PodStatus(phase="Running", container_statuses=(cs("c", state),))
-
-
-def _init(state: ContainerState) -> PodStatus:
-    return PodStatus(phase="Pending", init_container_statuses=(cs("i", state),))
-
-
-@pytest.mark.parametrize(
-    ("policy", "old_exit", "allowed"),
-    [
-        ("Never", 0, False),
-        ("Never", 1, False),
-        ("OnFailure", 0, False),
-        ("OnFailure", 1, True),
-        ("OnFailure", 137, True),
-        ("Always", 0, True),
-        ("Always", 1, True),
-        (None, 0, True),  # unset means Always, as the API server defaults it
-        (None, 1, True),
-    ],
-)
-@pytest.mark.parametrize(
-    "new_state", [RUNNING, WAITING, ContainerState()], ids=["running", "waiting", "empty"]
-)
-def test_terminated_container_may_not_restart_unless_policy_allows(
-    policy: str | None, old_exit: int, allowed: bool, new_state: ContainerState
-) -> None:
-    problem = check_container_state_transition(
-        _regular(terminated(old_exit)), _regular(new_state), spec(restart_policy=policy)
-    )
-    if allowed:
-        assert problem is None
-    else:
-        assert problem is not None
-        assert "c" in problem
-
-
-@pytest.mark.parametrize("policy", ["Never", "OnFailure", "Always", None])
-def test_terminated_to_terminated_is_always_legal(policy: str | None) -> None:
-    # A terminated container that stays terminated (another exit code, a new finish time) is fine.
-    assert (
-        check_container_state_transition(
-            _regular(terminated(0)), _regular(terminated(1)), spec(restart_policy=policy)
-        )
-        is None
-    )
-
-
-@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
-def test_running_container_may_do_anything(policy: str) -> None:
-    assert (
-        check_container_state_transition(_regular(RUNNING), _regular(WAITING), spec(restart_policy=policy))
-        is None
-    )
-
-
-def test_transition_matched_by_name_not_position() -> None:
-    old = PodStatus(container_statuses=(cs("a", terminated(0)), cs("b", RUNNING)))
-    # "b" is running (fine); "a" stays terminated; order differs.
-    ok = PodStatus(container_statuses=(cs("b", RUNNING), cs("a", terminated(0))))
-    bad = PodStatus(container_statuses=(cs("b", terminated(0)), cs("a", RUNNING)))
-    s = spec(containers=("a", "b"), restart_policy="Never")
-    assert check_container_state_transition(old, ok, s) is None
-    problem = check_container_state_transition(old, bad, s)
-    assert problem is not None and "a" in problem
-
-
-@pytest.mark.parametrize(
-    ("policy", "old_exit", "allowed"),
-    [
-        ("Never", 0, False),
-        ("Never", 1, False),
-        ("OnFailure", 0, False),
-        ("OnFailure", 1, True),
-        ("Always", 0, True),
-        (None, 0, True),
-    ],
-)
-def test_init_container_transitions_follow_the_pod_policy(
-    policy: str | None, old_exit: int, allowed: bool
-) -> None:
-    s = spec(init=("i",), restart_policy=policy)
-    problem = check_container_state_transition(_init(terminated(old_exit)), _init(RUNNING), s)
-    assert (problem is None) is allowed
-    if not allowed:
-        assert "i" in problem  # type: ignore[operator]
-
-
-@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
-@pytest.mark.parametrize("old_exit", [0, 1])
-def test_sidecar_may_always_restart(policy: str, old_exit: int) -> None:
-    s = spec(init=("i",), sidecars=("i",), restart_policy=policy)
-    assert check_container_state_transition(_init(terminated(old_exit)), _init(RUNNING), s) is None
-
-
-def test_regular_init_container_next_to_a_sidecar_is_still_checked() -> None:
-    s = spec(init=("side", "i"), sidecars=("side",), restart_policy="Never")
-    old = PodStatus(init_container_statuses=(cs("side", terminated(0)), cs("i", terminated(0))))
-    new = PodStatus(init_container_statuses=(cs("side", RUNNING), cs("i", RUNNING)))
-    problem = check_container_state_transition(old, new, s)
-    assert problem is not None and "i" in problem and "side" not in problem.replace("i ", "")
 
 
 # --- SPEC 4.2 step 4: lastTransitionTime ---------------------------------------------------

@@ -18,13 +18,11 @@ from podstatus.types import (
     Container,
     ContainerState,
     ContainerStateRunning,
-    ContainerStateTerminated,
     ContainerStatus,
     PodCondition,
     PodSpec,
     PodStatus,
 )
-from podstatus.validation import check_container_state_transition
 
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 T1 = datetime(2024, 5, 1, 11, 0, 0, tzinfo=UTC)
@@ -183,64 +181,3 @@ def test_transition_time_taken_from_the_old_status_is_normalised(ctype: str) -> 
     out = update_last_transition_times(old, new, NOW)
     (c,) = out.conditions or ()
     assert c.last_transition_time == SUB.replace(microsecond=0)
-
-
-# --- checkContainerStateTransition with v1.37's restart rules ---------------------------------
-
-RESTART_ON_42 = ({"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}},)
-RESTART_ALL_ON_7 = ({"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [7]}},)
-
-
-@pytest.mark.parametrize(
-    ("pod_policy", "container", "exit_code", "allowed"),
-    [
-        ("Never", Container(name="app"), 1, False),
-        (
-            "Never",
-            Container(name="app", restart_policy="Never", restart_policy_rules=RESTART_ON_42),
-            42,
-            True,
-        ),
-        (
-            "Never",
-            Container(name="app", restart_policy="Never", restart_policy_rules=RESTART_ON_42),
-            1,
-            False,
-        ),
-        ("Never", Container(name="app", restart_policy="OnFailure"), 1, True),
-        ("Never", Container(name="app", restart_policy="OnFailure"), 0, False),
-        ("Never", Container(name="app", restart_policy="Always"), 0, True),
-        ("OnFailure", Container(name="app", restart_policy="Never"), 0, False),
-        # A rule restarting all containers lets every container of the pod leave terminated.
-        (
-            "Never",
-            Container(name="app", restart_policy="Never", restart_policy_rules=RESTART_ALL_ON_7),
-            3,
-            True,
-        ),
-    ],
-)
-def test_container_restart_rules_allow_leaving_terminated(
-    pod_policy: str, container: Container, exit_code: int, allowed: bool
-) -> None:
-    spec = PodSpec(restart_policy=pod_policy, containers=(container,))
-    old = PodStatus(
-        container_statuses=(
-            ContainerStatus(
-                name="app", state=ContainerState(terminated=ContainerStateTerminated(exit_code=exit_code))
-            ),
-        )
-    )
-    new = PodStatus(
-        container_statuses=(
-            ContainerStatus(name="app", state=ContainerState(running=ContainerStateRunning())),
-        )
-    )
-    assert (check_container_state_transition(old, new, spec) is None) is allowed
-    # The same rules for an init container.
-    init_spec = PodSpec(
-        restart_policy=pod_policy, containers=(Container(name="main"),), init_containers=(container,)
-    )
-    init_old = PodStatus(init_container_statuses=old.container_statuses)
-    init_new = PodStatus(init_container_statuses=new.container_statuses)
-    assert (check_container_state_transition(init_old, init_new, init_spec) is None) is allowed

@@ -14,16 +14,20 @@ from podstatus.clients.fake import FakeKubeClient
 from podstatus.errors import InvalidObjectError, UnprocessableEntityError
 from podstatus.server.store import Store
 from podstatus.types import (
+    Container,
     ContainerState,
     ContainerStateRunning,
     ContainerStateTerminated,
+    ContainerStateWaiting,
     ContainerStatus,
     PodCondition,
+    PodSpec,
     PodStatus,
 )
 from podstatus.validation import (
     POD_PHASES,
     FieldError,
+    check_container_state_transition,
     qualified_name_errors,
     reported_status_problem,
     terminal_phase_errors,
@@ -364,3 +368,189 @@ def test_a_reported_status_must_be_a_status_with_a_pod_phase() -> None:
     assert reported_status_problem(PodStatus(phase="Starting")) == (
         "phase 'Starting' is not one of Pending, Running, Succeeded, Failed, Unknown"
     )
+
+
+# --- SPEC 4.2 step 2: container state transitions (moved from test_statusutil*.py) ------------
+
+WAITING = ContainerState(waiting=ContainerStateWaiting(reason="ContainerCreating"))
+
+
+def spec(
+    containers: tuple[str, ...] = ("c",),
+    init: tuple[str, ...] = (),
+    sidecars: tuple[str, ...] = (),
+    restart_policy: str | None = None,
+) -> PodSpec:
+    init_containers = tuple(
+        Container(name=n, restart_policy="Always" if n in sidecars else None) for n in init
+    )
+    return PodSpec(
+        containers=tuple(Container(name=n) for n in containers),
+        init_containers=init_containers or None,
+        restart_policy=restart_policy,
+    )
+
+
+def _regular(state: ContainerState) -> PodStatus:
+    return PodStatus(phase="Running", container_statuses=(cs("c", state),))
+
+
+def _init(state: ContainerState) -> PodStatus:
+    return PodStatus(phase="Pending", init_container_statuses=(cs("i", state),))
+
+
+@pytest.mark.parametrize(
+    ("policy", "old_exit", "allowed"),
+    [
+        ("Never", 0, False),
+        ("Never", 1, False),
+        ("OnFailure", 0, False),
+        ("OnFailure", 1, True),
+        ("OnFailure", 137, True),
+        ("Always", 0, True),
+        ("Always", 1, True),
+        (None, 0, True),  # unset means Always, as the API server defaults it
+        (None, 1, True),
+    ],
+)
+@pytest.mark.parametrize(
+    "new_state", [RUNNING, WAITING, ContainerState()], ids=["running", "waiting", "empty"]
+)
+def test_terminated_container_may_not_restart_unless_policy_allows(
+    policy: str | None, old_exit: int, allowed: bool, new_state: ContainerState
+) -> None:
+    problem = check_container_state_transition(
+        _regular(terminated(old_exit)), _regular(new_state), spec(restart_policy=policy)
+    )
+    if allowed:
+        assert problem is None
+    else:
+        assert problem is not None
+        assert "c" in problem
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure", "Always", None])
+def test_terminated_to_terminated_is_always_legal(policy: str | None) -> None:
+    # A terminated container that stays terminated (another exit code, a new finish time) is fine.
+    assert (
+        check_container_state_transition(
+            _regular(terminated(0)), _regular(terminated(1)), spec(restart_policy=policy)
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
+def test_running_container_may_do_anything(policy: str) -> None:
+    assert (
+        check_container_state_transition(_regular(RUNNING), _regular(WAITING), spec(restart_policy=policy))
+        is None
+    )
+
+
+def test_transition_matched_by_name_not_position() -> None:
+    old = PodStatus(container_statuses=(cs("a", terminated(0)), cs("b", RUNNING)))
+    # "b" is running (fine); "a" stays terminated; order differs.
+    ok = PodStatus(container_statuses=(cs("b", RUNNING), cs("a", terminated(0))))
+    bad = PodStatus(container_statuses=(cs("b", terminated(0)), cs("a", RUNNING)))
+    s = spec(containers=("a", "b"), restart_policy="Never")
+    assert check_container_state_transition(old, ok, s) is None
+    problem = check_container_state_transition(old, bad, s)
+    assert problem is not None and "a" in problem
+
+
+@pytest.mark.parametrize(
+    ("policy", "old_exit", "allowed"),
+    [
+        ("Never", 0, False),
+        ("Never", 1, False),
+        ("OnFailure", 0, False),
+        ("OnFailure", 1, True),
+        ("Always", 0, True),
+        (None, 0, True),
+    ],
+)
+def test_init_container_transitions_follow_the_pod_policy(
+    policy: str | None, old_exit: int, allowed: bool
+) -> None:
+    s = spec(init=("i",), restart_policy=policy)
+    problem = check_container_state_transition(_init(terminated(old_exit)), _init(RUNNING), s)
+    assert (problem is None) is allowed
+    if not allowed:
+        assert "i" in problem  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
+@pytest.mark.parametrize("old_exit", [0, 1])
+def test_sidecar_may_always_restart(policy: str, old_exit: int) -> None:
+    s = spec(init=("i",), sidecars=("i",), restart_policy=policy)
+    assert check_container_state_transition(_init(terminated(old_exit)), _init(RUNNING), s) is None
+
+
+def test_regular_init_container_next_to_a_sidecar_is_still_checked() -> None:
+    s = spec(init=("side", "i"), sidecars=("side",), restart_policy="Never")
+    old = PodStatus(init_container_statuses=(cs("side", terminated(0)), cs("i", terminated(0))))
+    new = PodStatus(init_container_statuses=(cs("side", RUNNING), cs("i", RUNNING)))
+    problem = check_container_state_transition(old, new, s)
+    assert problem is not None and "i" in problem and "side" not in problem.replace("i ", "")
+
+
+# --- checkContainerStateTransition with v1.37's restart rules ---------------------------------
+
+RESTART_ON_42 = ({"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}},)
+RESTART_ALL_ON_7 = ({"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [7]}},)
+
+
+@pytest.mark.parametrize(
+    ("pod_policy", "container", "exit_code", "allowed"),
+    [
+        ("Never", Container(name="app"), 1, False),
+        (
+            "Never",
+            Container(name="app", restart_policy="Never", restart_policy_rules=RESTART_ON_42),
+            42,
+            True,
+        ),
+        (
+            "Never",
+            Container(name="app", restart_policy="Never", restart_policy_rules=RESTART_ON_42),
+            1,
+            False,
+        ),
+        ("Never", Container(name="app", restart_policy="OnFailure"), 1, True),
+        ("Never", Container(name="app", restart_policy="OnFailure"), 0, False),
+        ("Never", Container(name="app", restart_policy="Always"), 0, True),
+        ("OnFailure", Container(name="app", restart_policy="Never"), 0, False),
+        # A rule restarting all containers lets every container of the pod leave terminated.
+        (
+            "Never",
+            Container(name="app", restart_policy="Never", restart_policy_rules=RESTART_ALL_ON_7),
+            3,
+            True,
+        ),
+    ],
+)
+def test_container_restart_rules_allow_leaving_terminated(
+    pod_policy: str, container: Container, exit_code: int, allowed: bool
+) -> None:
+    spec = PodSpec(restart_policy=pod_policy, containers=(container,))
+    old = PodStatus(
+        container_statuses=(
+            ContainerStatus(
+                name="app", state=ContainerState(terminated=ContainerStateTerminated(exit_code=exit_code))
+            ),
+        )
+    )
+    new = PodStatus(
+        container_statuses=(
+            ContainerStatus(name="app", state=ContainerState(running=ContainerStateRunning())),
+        )
+    )
+    assert (check_container_state_transition(old, new, spec) is None) is allowed
+    # The same rules for an init container.
+    init_spec = PodSpec(
+        restart_policy=pod_policy, containers=(Container(name="main"),), init_containers=(container,)
+    )
+    init_old = PodStatus(init_container_statuses=old.container_statuses)
+    init_new = PodStatus(init_container_statuses=new.container_statuses)
+    assert (check_container_state_transition(init_old, init_new, init_spec) is None) is allowed

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import inspect
-import itertools
 import threading
 import time
 from typing import Any, TypeGuard
 
 from ..flags import Flag
 from ..protocols import KubeClient, PodDeletionSafety, PodManager, PodUpdateNotifier, VersionedKubeClient
-from ..scheduling import SyncTask
+from ..scheduling import DueTimes, OwnLoop, SyncTask, WorkQueue
 from ..sharing import ValuePool
 from ..statusutil import (
     now_seconds,
@@ -23,6 +22,7 @@ from .state import (
     _Entry,
     _PodSyncState,
     _ResizeConditions,
+    _Taken,
     log,
 )
 from .sync import StatusSyncing
@@ -66,20 +66,26 @@ class Manager(StatusAccepting, ResizeConditions, StatusSyncing):
         # pod uid -> (cached status, pod manager's status, its pod's UID and resourceVersion) last
         # found consistent by a full resync (see _needs_reconcile).
         self._consistent: dict[str, tuple[PodStatus, PodStatus | None, str, str]] = {}
-        # (not_before, uid) of pods waiting out a back-off.
-        self._backoff_heap: list[tuple[float, str]] = []
-        self._wake = Flag()
+        # Pods waiting out a back-off, by when the wait is over.
+        self._backoff = DueTimes()
         self._stopping = Flag()
-        self._thread: threading.Thread | None = None
-        self._workers: list[threading.Thread] = []
-        # Worker queue (workers > 1): heap of (priority, seq, pod uid); a pod is queued or in flight once.
-        self._queue: list[tuple[int, int, str]] = []
-        self._queued: set[str] = set()
-        self._in_flight: set[str] = set()
-        self._queue_cond = threading.Condition(self._lock)
-        self._seq = itertools.count()
+        # Pods a pass handed to the workers (workers > 1, or a shared pool): queued or in flight once.
+        self._queue = WorkQueue(self._lock)
         # Shared pool mode (options.sync_pool): no threads of our own.
         self._sync_pool = options.sync_pool
+        # Otherwise a private scheduler runs this manager's passes and syncs (the kubelet's shape).
+        self._own: OwnLoop[_Taken] | None = None
+        if options.sync_pool is None:
+            self._own = OwnLoop(
+                period=options.sync_period,
+                workers=options.workers,
+                queue=self._queue,
+                run_pass=self._background_pass,
+                next_wait=self._next_timed_wait,
+                take=self._take_queued,
+                sync=self._sync_taken,
+                stopped=self._drop_queue,
+            )
         # What the pool runs of this manager: the pool knows these two callables, not the manager.
         self._task = SyncTask(self._pool_step, self._pool_timer_fired)
         self._attached = False
@@ -122,31 +128,21 @@ class Manager(StatusAccepting, ResizeConditions, StatusSyncing):
             self._sync_pool.attach(self._task, generation, self._opts.sync_period)
             self._sync_pool.wake(self._task)
             return
+        own = self._own
+        assert own is not None
         with self._lock:
-            if self._thread is not None:
+            if own.running:
                 return
+            log.info(
+                "Starting to sync pod status with apiserver workers=%d skipGet=%s prioritize=%s",
+                self._opts.workers,
+                self._opts.skip_get,
+                self._opts.prioritize,
+            )
             # Each run has its own stop flag: a thread of an earlier run that is still stuck in a
             # request (stop() does not wait for those) sees its own flag and ends, never joining this run.
-            stopping = self._stopping = Flag()
-            self._thread = threading.Thread(
-                target=self._loop, args=(stopping,), name="podstatus-sync", daemon=True
-            )
-            if self._opts.workers > 1:
-                self._workers = [
-                    threading.Thread(
-                        target=self._worker, args=(stopping,), name=f"podstatus-worker-{i}", daemon=True
-                    )
-                    for i in range(self._opts.workers)
-                ]
-        log.info(
-            "Starting to sync pod status with apiserver workers=%d skipGet=%s prioritize=%s",
-            self._opts.workers,
-            self._opts.skip_get,
-            self._opts.prioritize,
-        )
-        for w in self._workers:
-            w.start()
-        self._thread.start()
+            self._stopping = stopping = Flag()
+            own.start(stopping)
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop the loop and wait for it, at most ``timeout`` seconds (default 5).
@@ -156,44 +152,33 @@ class Manager(StatusAccepting, ResizeConditions, StatusSyncing):
         record matters any more.
         """
         self._stopping.set()
-        self._wake.set()
-        with self._queue_cond:
-            self._queue_cond.notify_all()
         if self._attached:
+            self._queue.notify_all()
             self._stop_pooled(timeout)
             return
-        threads = [t for t in (self._thread, *self._workers) if t is not None]
-        deadline = time.monotonic() + (5.0 if timeout is None else timeout)
-        for t in threads:
-            if t is threading.current_thread():
-                continue
-            t.join(max(0.0, deadline - time.monotonic()))
-        busy = [t.name for t in threads if t.is_alive() and t is not threading.current_thread()]
+        if self._own is None:  # a manager for a shared pool, not started: nothing runs
+            with self._lock:
+                self._drop_queue()
+            return
+        busy = self._own.stop(timeout)  # drops the queue as the run ends
         if busy:
             log.warning("Status manager stopped while requests were in flight threads=%s", ",".join(busy))
-        with self._lock:
-            self._thread = None
-            self._workers = []
-            self._drop_queue()
 
     def _stop_pooled(self, timeout: float | None) -> None:
         deadline = time.monotonic() + (5.0 if timeout is None else timeout)
-        with self._queue_cond:
+        with self._queue.cond:
             self._attached = False
             self._pool_generation += 1  # its pending timer entries are void
-            while self._in_flight and time.monotonic() < deadline:
-                self._queue_cond.wait(max(0.001, min(0.05, deadline - time.monotonic())))
-            if self._in_flight:
+            if not self._queue.wait_idle(deadline):
                 log.warning(
-                    "Status manager stopped while requests were in flight pods=%d", len(self._in_flight)
+                    "Status manager stopped while requests were in flight pods=%d",
+                    self._queue.in_flight_count,
                 )
             self._drop_queue()
 
     def _drop_queue(self) -> None:
         """Empty the worker queue on a stop (under the lock): what it held was never synced, still owed."""
-        self._dirty.update(dict.fromkeys(self._queued))
-        self._queue.clear()
-        self._queued.clear()
+        self._dirty.update(dict.fromkeys(self._queue.drop()))
 
     def __enter__(self) -> Manager:
         self.start()

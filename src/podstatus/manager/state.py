@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
@@ -13,7 +12,7 @@ from typing import Any, NamedTuple
 
 from ..flags import Flag
 from ..protocols import KubeClient, PodDeletionSafety, PodManager, PodUpdateNotifier, VersionedKubeClient
-from ..scheduling import SyncPool, SyncTask
+from ..scheduling import DueTimes, OwnLoop, SyncPool, SyncTask, WorkQueue
 from ..sharing import ValuePool
 from ..statusutil import (
     normalize_time,
@@ -140,6 +139,10 @@ class _PodSyncState:
     again: bool = False
 
 
+# A pod taken from the worker queue: (pod uid, its sync state, status uid, reconcile).
+_Taken = tuple[str, _PodSyncState, str, bool]
+
+
 def _fields(pod_key: str, uid: str, version: int | None = None, **more: Any) -> dict[str, Any]:
     fields: dict[str, Any] = {"pod": pod_key, "podUID": uid}
     if version is not None:
@@ -177,17 +180,11 @@ class ManagerState:
     _sync_state: dict[str, _PodSyncState]
     _dirty: dict[str, None]
     _consistent: dict[str, tuple[PodStatus, PodStatus | None, str, str]]
-    _backoff_heap: list[tuple[float, str]]
-    _wake: Flag
+    _backoff: DueTimes
     _stopping: Flag
-    _thread: threading.Thread | None
-    _workers: list[threading.Thread]
-    _queue: list[tuple[int, int, str]]
-    _queued: set[str]
-    _in_flight: set[str]
-    _queue_cond: threading.Condition
-    _seq: itertools.count[int]
+    _queue: WorkQueue
     _sync_pool: SyncPool | None
+    _own: OwnLoop[_Taken] | None
     _task: SyncTask
     _attached: bool
     _pool_generation: int
@@ -221,6 +218,5 @@ class ManagerState:
                 assert pool is not None
                 pool.wake(self._task)
             return
-        # Never blocks; one pending wake-up is enough.
-        if not self._wake.is_set():
-            self._wake.set()
+        if self._own is not None:
+            self._own.wake()

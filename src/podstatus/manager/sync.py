@@ -1,15 +1,14 @@
 """The sync loop (SPEC 4.4) and syncing one pod (SPEC 4.5): what is owed, and writing it.
 
-Where the work runs is :mod:`podstatus.scheduling`'s (a shared pool) or the
-manager's own threads (a loop and ``workers`` workers); what a pass chooses and
-how one pod is merged, patched and deleted is here.
+Where and when the work runs is :mod:`podstatus.scheduling`'s (a shared pool,
+or the manager's private :class:`~podstatus.scheduling.OwnLoop`): here is only
+the work it runs, what a pass chooses and how one pod is merged, patched and
+deleted.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
-import threading
 import time
 from dataclasses import replace
 
@@ -34,6 +33,7 @@ from .state import (
     _fields,
     _log,
     _PodSyncState,
+    _Taken,
     log,
 )
 
@@ -41,24 +41,11 @@ from .state import (
 class StatusSyncing(ManagerState):
     """Passes over the owed statuses, the worker queue, and one pod's sync."""
 
-    # -- the sync loop (SPEC 4.4) ------------------------------------------------------
+    # -- the sync loop (SPEC 4.4): the passes a scheduler runs ----------------------------
 
-    def _loop(self, stopping: threading.Event) -> None:
-        period = self._opts.sync_period
-        next_full = time.monotonic() + period
-        while not stopping.is_set():
-            timeout = min(max(0.0, next_full - time.monotonic()), self._next_timed_wait())
-            self._wake.wait(timeout)
-            if stopping.is_set():
-                return
-            self._wake.clear()
-            full = time.monotonic() >= next_full
-            try:
-                if full:
-                    next_full = time.monotonic() + period
-                self._run_pass(all=full, wait=False)
-            except Exception:
-                log.exception("Status sync pass failed; the loop goes on")
+    def _background_pass(self, full: bool) -> None:
+        """A pass of the scheduler (not ``sync_batch``): a full resync when ``full``."""
+        self._run_pass(all=full, wait=False)
 
     def _next_timed_wait(self) -> float:
         """Seconds until a pass is due for a pod that waits out a back-off or a coalesce hold (3600: none)."""
@@ -69,23 +56,18 @@ class StatusSyncing(ManagerState):
 
     def _next_backoff_wait(self) -> float:
         """Seconds until the earliest backed-off pod may be tried again (a heap, lazily cleaned)."""
-        due = False
         with self._lock:
-            now = time.monotonic()
-            heap = self._backoff_heap
-            while heap:
-                when, uid = heap[0]
-                state = self._sync_state.get(uid)
-                if state is None or state.not_before != when or uid not in self._statuses:
-                    heapq.heappop(heap)  # stale: the pod synced, was dropped, or failed again later
-                    continue
-                if when <= now:
-                    heapq.heappop(heap)
-                    self._dirty[uid] = None  # its wait is over: the next pass tries it
-                    due = True
-                    continue
-                return 0.0 if due else max(0.01, when - now)
-        return 0.0 if due else 3600.0
+            due, wait = self._backoff.pop_due(time.monotonic(), self._still_backing_off)
+            for uid in due:
+                self._dirty[uid] = None  # its wait is over: the next pass tries it
+        if due:
+            return 0.0
+        return 3600.0 if wait is None else max(0.01, wait)
+
+    def _still_backing_off(self, uid: str, when: float) -> bool:
+        """False when a back-off entry is stale: the pod synced, was dropped, or failed again later."""
+        state = self._sync_state.get(uid)
+        return state is not None and state.not_before == when and uid in self._statuses
 
     def sync_batch(self, all: bool = False) -> int:
         """One synchronous sync pass; returns how many pods it tried to sync."""
@@ -95,8 +77,7 @@ class StatusSyncing(ManagerState):
         if self._client is None:
             return 0
         chosen = self._choose(all, hold=not wait)
-        queued = self._attached or bool(self._workers)
-        if not queued:
+        if not self._queues_work():
             for i, (uid, status_uid, reconcile) in enumerate(chosen):
                 if self._stopping.is_set() and not wait:
                     with self._lock:  # not synced after all: still owed
@@ -105,8 +86,9 @@ class StatusSyncing(ManagerState):
                 self._sync_guarded(uid, status_uid, reconcile)
             return len(chosen)
         pending: list[str] = []
-        with self._queue_cond:
-            if self._stopping.is_set() or not (self._workers or self._attached):
+        queue = self._queue
+        with queue.cond:
+            if self._stopping.is_set() or not self._queues_work():
                 # Stopped while choosing: nobody would take these from the queue. Still owed.
                 self._dirty.update(dict.fromkeys(u for u, _, _ in chosen))
                 return len(chosen)
@@ -114,63 +96,56 @@ class StatusSyncing(ManagerState):
                 state = self._sync_state.setdefault(uid, _PodSyncState())
                 state.status_uid = status_uid
                 state.reconcile = reconcile or state.reconcile
-                if uid in self._queued:
+                if queue.is_queued(uid):
                     continue
-                if uid in self._in_flight:
+                if queue.is_in_flight(uid):
                     # The worker re-queues it when it finishes if something newer came in.
                     state.again = True
                     continue
                 entry = self._statuses.get(uid)
                 priority = 0 if (self._opts.prioritize and entry is not None and entry.urgent) else 1
-                heapq.heappush(self._queue, (priority, next(self._seq), uid))
-                self._queued.add(uid)
+                queue.push(uid, priority)
                 pending.append(uid)
-            self._queue_cond.notify_all()
+            queue.cond.notify_all()
             if self._attached and pending:
                 pool = self._sync_pool
                 assert pool is not None
                 pool.wake(self._task)
-            if wait:
-                while not self._stopping.is_set() and any(
-                    u in self._queued or u in self._in_flight for u in pending
-                ):
-                    self._queue_cond.wait(0.05)
+        if wait:
+            # The stop flag of the run current at each look (a restart meanwhile has a new one).
+            queue.wait_done(pending, lambda: self._stopping.is_set())
         return len(chosen)
 
-    def _worker(self, stopping: threading.Event) -> None:
-        while True:
-            with self._queue_cond:
-                while not self._queue and not stopping.is_set():
-                    self._queue_cond.wait()
-                if stopping.is_set():
-                    return
-                uid, state, status_uid, reconcile = self._take_queued()
-            try:
-                self._sync_guarded(uid, status_uid, reconcile)
-            finally:
-                if self._finish_queued(uid, state, status_uid):
-                    self._wake.set()
+    def _queues_work(self) -> bool:
+        """Whether passes hand pods to workers (a pool, or worker threads) rather than sync them."""
+        return self._attached or (self._own is not None and self._own.has_workers)
 
-    def _take_queued(self) -> tuple[str, _PodSyncState, str, bool]:
+    def _take_queued(self) -> _Taken:
         """Pop the next queued pod and mark it in flight (the caller holds the lock)."""
-        _, _, uid = heapq.heappop(self._queue)
-        self._queued.discard(uid)
-        self._in_flight.add(uid)
+        uid = self._queue.pop()
         state = self._sync_state.setdefault(uid, _PodSyncState())
         status_uid = state.status_uid or uid
         reconcile, state.reconcile, state.again = state.reconcile, False, False
         return uid, state, status_uid, reconcile
 
+    def _sync_taken(self, taken: _Taken) -> bool:
+        """Sync a pod taken from the queue; True when another pass must look at it."""
+        uid, state, status_uid, reconcile = taken
+        try:
+            self._sync_guarded(uid, status_uid, reconcile)
+        finally:
+            again = self._finish_queued(uid, state, status_uid)
+        return again
+
     def _finish_queued(self, uid: str, state: _PodSyncState, status_uid: str) -> bool:
         """A queued pod's sync is over; True when another pass must look at it."""
-        with self._queue_cond:
-            self._in_flight.discard(uid)
+        with self._queue.cond:
+            self._queue.done(uid)
             entry = self._statuses.get(uid)
             again, state.again = state.again, False
             newer = entry is not None and self._api_versions.get(status_uid, 0) < entry.version
             if newer:
                 self._dirty[uid] = None
-            self._queue_cond.notify_all()
         return again or newer
 
     # -- shared pool mode (options.sync_pool) ----------------------------------------------
@@ -208,11 +183,12 @@ class StatusSyncing(ManagerState):
                 if when < self._pool_wake_at:
                     self._pool_wake_at = when
                     pool.call_at(when, self._task, generation, full=False)
-        with self._queue_cond:
-            if not self._queue or len(self._in_flight) >= self._opts.workers or stopping.is_set():
+        queue = self._queue
+        with queue.cond:
+            if not queue or queue.in_flight_count >= self._opts.workers or stopping.is_set():
                 return
             uid, state, status_uid, reconcile = self._take_queued()
-            more = bool(self._queue) and len(self._in_flight) < self._opts.workers
+            more = bool(queue) and queue.in_flight_count < self._opts.workers
         if more:
             pool.wake(self._task)  # another worker may take the next pod of this manager meanwhile
         try:
@@ -415,7 +391,7 @@ class StatusSyncing(ManagerState):
                     state.failures += 1
                     delay = min(self._opts.backoff_max, self._opts.backoff_base * (2 ** (state.failures - 1)))
                     state.not_before = time.monotonic() + delay
-                    heapq.heappush(self._backoff_heap, (state.not_before, uid))
+                    self._backoff.add(state.not_before, uid)
 
     def _sync_pod(self, uid: str, status_uid: str, reconcile: bool) -> bool:
         """Sync one pod; True when the server is known to hold the cached version (or nothing is owed)."""
