@@ -17,7 +17,7 @@ import dataclasses
 import zlib
 from typing import Any
 
-from podstatus.node.simulated import SimulatedProvider, Timings
+from podstatus.node import SimulatedProvider, Timings
 
 try:  # the description `podstatus node` gives its simulated nodes (tainted, 110 pods)
     from podstatus.node.command import VIRTUAL_NODE as DESCRIPTION

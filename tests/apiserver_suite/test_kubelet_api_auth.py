@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 from apisuite_kit import Server, unique, wait_for
 
-from podstatus.node import NodeAgent
+from podstatus.node import NodeAgent, NodeConfig
 from podstatus.node.kubeletapi import KubeletAPIConfig, KubeletAPIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "node"))
@@ -96,7 +96,9 @@ def test_tokens_are_reviewed_and_authorized_by_the_apiserver(real_server: Server
     api.start([node])
     address, port = api.add_node(node, 0)
     agent = NodeAgent(
-        client, CapableProvider(node), node, lease_renew_interval=0.5, kubelet_endpoint=(address, port)
+        client,
+        CapableProvider(node),
+        NodeConfig(node_name=node, lease_renew_interval=0.5, kubelet_endpoint=(address, port)),
     )
     api.set_agent(port, agent)
     agent.start()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from apisuite_kit import NS, Server, unique, wait_for
 
-from podstatus.node import NodeAgent, SimulatedProvider, Timings
+from podstatus.node import NodeAgent, NodeConfig, SimulatedProvider, Timings
 
 pytestmark = pytest.mark.apiserver
 
@@ -46,9 +46,7 @@ def test_node_agent_on_the_server(server: Server) -> None:
     agent = NodeAgent(
         client,
         SimulatedProvider(timings=FAST),
-        node,
-        lease_renew_interval=0.5,
-        housekeeping_interval=0.1,
+        NodeConfig(node_name=node, lease_renew_interval=0.5, housekeeping_interval=0.1),
         manager_options={"fast_path": True, "sync_period": 1.0},
     )
     agent.start()

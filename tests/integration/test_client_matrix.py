@@ -32,7 +32,7 @@ from lightkube.resources.core_v1 import Node as LkNode
 from lightkube.resources.core_v1 import Pod as LkPod
 
 from podstatus.clients.http import HttpKubeClient
-from podstatus.node.simulated import Timings
+from podstatus.node.simpod import Timings
 from podstatus.server import EmbeddedApiServer
 from podstatus.server.security import generate_token
 from podstatus.simulator.agent import NodeAgent

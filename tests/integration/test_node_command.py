@@ -5,22 +5,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from nodecli import SRC, free_port, kubectl, kubectl_try, node_ready, wait_for
 
 from podstatus.server import EmbeddedApiServer
-from testkit import kubectl_path
-
-SRC = Path(__file__).resolve().parents[2] / "src"
-KUBECTL = kubectl_path()
 
 PROVIDER = '''
 from podstatus.node import NodeDescription
@@ -63,23 +58,6 @@ class AlwaysRunning:
 '''
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 @pytest.fixture
 def server() -> Iterator[EmbeddedApiServer]:
     with EmbeddedApiServer() as srv:
@@ -100,13 +78,6 @@ def env(server: EmbeddedApiServer, tmp_path: Path) -> dict[str, str]:
         }
     )
     return out
-
-
-def kubectl(env: dict[str, str], *args: str, ok: bool = True, input: str | None = None) -> str:
-    proc = subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60, input=input)
-    if ok:
-        assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 class NodeProcess:
@@ -143,15 +114,10 @@ def nodes(env: dict[str, str]) -> Iterator[Callable[..., NodeProcess]]:
             p.proc.communicate(timeout=10)
 
 
-def node_ready(env: dict[str, str], name: str) -> bool:
-    out = kubectl(env, "get", "nodes", ok=False)
-    return any(line.split()[:2] == [name, "Ready"] for line in out.splitlines())
-
-
 def test_virtual_node_runs_pods_created_with_kubectl(
     env: dict[str, str], nodes: Callable[..., NodeProcess]
 ) -> None:
-    port = _free_port()
+    port = free_port()
     node = nodes("--name", "vn-1", "--metrics-port", str(port), "--bind-address", "127.0.0.1")
     wait_for(lambda: node_ready(env, "vn-1"), what="kubectl get nodes: vn-1 Ready")
     spec = json.loads(kubectl(env, "get", "node", "vn-1", "-o", "json"))["spec"]
@@ -161,7 +127,7 @@ def test_virtual_node_runs_pods_created_with_kubectl(
     assert lease["spec"]["holderIdentity"] == "vn-1"
     kubectl(env, "run", "web", "--image", "nginx:1.27", '--overrides={"spec":{"nodeName":"vn-1"}}')
     wait_for(
-        lambda: "Running" in kubectl(env, "get", "pod", "web", "--no-headers", ok=False),
+        lambda: "Running" in (kubectl_try(env, "get", "pod", "web", "--no-headers") or ""),
         what="web Running",
     )
     wait_for(lambda: "Started container" in kubectl(env, "describe", "pod", "web"), what="events")
@@ -224,7 +190,9 @@ def test_many_nodes_and_a_user_provider(
         )
     for name in ("edge-1", "edge-3"):
         wait_for(
-            lambda name=name: "Running" in kubectl(env, "get", "pod", f"p-{name}", "--no-headers", ok=False),
+            lambda name=name: (
+                "Running" in (kubectl_try(env, "get", "pod", f"p-{name}", "--no-headers") or "")
+            ),
             what=f"p-{name} Running",
         )
     code, _, err = node.stop(signal.SIGINT)

@@ -11,26 +11,21 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import nodecli
 import pytest
 import yaml
-
-from testkit import kubectl_path
-
-SRC = Path(__file__).resolve().parents[2] / "src"
-KUBECTL = kubectl_path()
+from nodecli import SRC, free_port, kubectl, kubectl_try, node_ready
 
 # A simulated node of 2 cpu whose containers start at once and take 0.3 s to apply a resize.
 PROVIDER = """
 from podstatus.node import NodeDescription
-from podstatus.node.simulated import SimulatedProvider, Timings
+from podstatus.node import SimulatedProvider, Timings
 
 
 class SmallNode(SimulatedProvider):
@@ -43,21 +38,9 @@ class SmallNode(SimulatedProvider):
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(cond: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+def wait_for(cond: Callable[[], Any], what: str = "condition") -> Any:
+    # Two processes and kubectl round trips: a longer wait than nodecli's default.
+    return nodecli.wait_for(cond, timeout=30.0, what=what)
 
 
 @pytest.fixture
@@ -75,7 +58,7 @@ def cluster(tmp_path: Path) -> Iterator[dict[str, str]]:
             "PYTHONPATH": str(SRC) + os.pathsep + str(tmp_path) + os.pathsep + env.get("PYTHONPATH", ""),
         }
     )
-    port = _free_port()
+    port = free_port()
     procs: list[subprocess.Popen[str]] = []
     serve = subprocess.Popen(
         [
@@ -95,9 +78,7 @@ def cluster(tmp_path: Path) -> Iterator[dict[str, str]]:
     )
     procs.append(serve)
     try:
-        wait_for(
-            lambda: kubeconfig.exists() and kubectl(env, "get", "ns", ok=False) is not None, what="serve up"
-        )
+        wait_for(lambda: kubeconfig.exists() and kubectl_try(env, "get", "ns") is not None, what="serve up")
         node = subprocess.Popen(
             [sys.executable, "-m", "podstatus.cli", "node", "--name", "vn-1", "--provider", "respod:SmallNode",
              "--cpu-manager-policy", "static", "--kubelet-port", "0"],
@@ -107,13 +88,7 @@ def cluster(tmp_path: Path) -> Iterator[dict[str, str]]:
             text=True,
         )  # fmt: skip
         procs.append(node)
-        wait_for(
-            lambda: any(
-                line.split()[:2] == ["vn-1", "Ready"]
-                for line in (kubectl(env, "get", "nodes", ok=False) or "").splitlines()
-            ),
-            what="vn-1 Ready",
-        )
+        wait_for(lambda: node_ready(env, "vn-1"), what="vn-1 Ready")
         yield env
     finally:
         for proc in reversed(procs):
@@ -124,14 +99,6 @@ def cluster(tmp_path: Path) -> Iterator[dict[str, str]]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.communicate(timeout=10)
-
-
-def kubectl(env: dict[str, str], *args: str, ok: bool = True, input: str | None = None) -> str | None:
-    proc = subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60, input=input)
-    if not ok:
-        return proc.stdout if proc.returncode == 0 else None
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def pod_yaml(env: dict[str, str], name: str) -> dict[str, Any]:

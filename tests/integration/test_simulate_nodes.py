@@ -20,7 +20,7 @@ import pytest
 from podstatus import cli
 from podstatus.clients.http import HttpKubeClient
 from podstatus.node.heartbeat import LEASE_NAMESPACE, lease_info
-from podstatus.node.simulated import Timings
+from podstatus.node.simpod import Timings
 from podstatus.requestcount import RequestCounter
 from podstatus.server.http import EmbeddedApiServer
 from podstatus.simulator.run import Simulation, simulated_node_names

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 import pytest
-from nodekit import events_for, make_agent, pod_manifest, wait_for
+from nodekit import events_for, make_agent, pod_manifest, start, wait_for
 
 from podstatus.clients.embedded import LEASES, EmbeddedClient
 from podstatus.clients.fake import FakeNodeClient
@@ -25,27 +24,6 @@ from podstatus.types import (
     ContainerStatus,
     PodStatus,
 )
-
-
-@pytest.fixture
-def server() -> Iterator[EmbeddedApiServer]:
-    srv = EmbeddedApiServer()
-    srv.start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def client(server: EmbeddedApiServer) -> EmbeddedClient:
-    return EmbeddedClient(server)
-
-
-@pytest.fixture
-def agents() -> Iterator[list[NodeAgent]]:
-    started: list[NodeAgent] = []
-    yield started
-    for agent in started:
-        agent.stop(timeout=2)
 
 
 def running(restarts: int = 0, ready: bool = True, phase: str = "Running") -> PodStatus:
@@ -74,15 +52,6 @@ def condition(pod: Any, ctype: str) -> Any:
 
 def node_condition(node: dict[str, Any], ctype: str) -> dict[str, Any]:
     return next(c for c in node["status"]["conditions"] if c["type"] == ctype)
-
-
-def start(
-    agents: list[NodeAgent], client: Any, provider: Any, node: str = "vn-1", **options: Any
-) -> NodeAgent:
-    agent = make_agent(client, provider, node, **options)
-    agent.start()
-    agents.append(agent)
-    return agent
 
 
 # --- Node, Lease -------------------------------------------------------------------------

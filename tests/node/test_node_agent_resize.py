@@ -3,18 +3,16 @@ simulated provider: observedGeneration, a resize accepted and completed, deferre
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 import pytest
 from nodekit import events_for, make_agent, pod_manifest, wait_for
+from nodekit import start as start_agent
 
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.errors import ForbiddenError
-from podstatus.node import NodeAgent, NodeDescription
-from podstatus.node.simulated import SimulatedProvider, Timings
-from podstatus.server.http import EmbeddedApiServer
+from podstatus.node import NodeAgent, NodeDescription, SimulatedProvider, Timings
 
 QUICK = Timings(
     image_pull=(0.01, 0.01),
@@ -26,35 +24,11 @@ QUICK = Timings(
 KUBELET_CONDITIONS = ("PodScheduled", "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
 
 
-@pytest.fixture
-def server() -> Iterator[EmbeddedApiServer]:
-    srv = EmbeddedApiServer()
-    srv.start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def client(server: EmbeddedApiServer) -> EmbeddedClient:
-    return EmbeddedClient(server)
-
-
-@pytest.fixture
-def agents() -> Iterator[list[NodeAgent]]:
-    started: list[NodeAgent] = []
-    yield started
-    for agent in started:
-        agent.stop(timeout=2)
-
-
 def start(
     agents: list[NodeAgent], client: Any, *, cpu: str = "1", timings: Timings = QUICK, **options: Any
 ) -> NodeAgent:
     description = NodeDescription(capacity={"cpu": cpu, "memory": "4Gi", "pods": "110"})
-    agent = make_agent(client, SimulatedProvider(timings=timings, description=description), **options)
-    agent.start()
-    agents.append(agent)
-    return agent
+    return start_agent(agents, client, SimulatedProvider(timings=timings, description=description), **options)
 
 
 def pod_with(name: str, cpu: str, *, guaranteed: bool = False) -> dict[str, Any]:

@@ -100,8 +100,11 @@ def test_health_endpoint_follows_the_agents() -> None:
 def test_an_agent_that_lost_its_node_is_unhealthy() -> None:
     from podstatus.clients.fake import FakeNodeClient
     from podstatus.node import FakeProvider, NodeAgent
+    from podstatus.node.config import NodeConfig
 
-    agent = NodeAgent(FakeNodeClient(), FakeProvider(), "vn-1", housekeeping_interval=0.05)
+    agent = NodeAgent(
+        FakeNodeClient(), FakeProvider(), NodeConfig(node_name="vn-1", housekeeping_interval=0.05)
+    )
     assert not agent.healthy()  # not started
     agent.start()
     try:

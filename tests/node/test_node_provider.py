@@ -5,18 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from nodekit import events_for, make_agent, pod_manifest, wait_for
+from nodekit import events_for, pod_manifest, start, wait_for
 from test_node_agent import running
 
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.errors import ServiceUnavailableError
 from podstatus.node import FakeProvider, NodeAgent, NodeDescription
 from podstatus.node.provider import pending_status
-from podstatus.server.http import EmbeddedApiServer
 from podstatus.types import (
     ContainerState,
     ContainerStateTerminated,
@@ -24,27 +22,6 @@ from podstatus.types import (
     Pod,
     PodStatus,
 )
-
-
-@pytest.fixture
-def client() -> Iterator[EmbeddedClient]:
-    with EmbeddedApiServer() as server:
-        yield EmbeddedClient(server)
-
-
-@pytest.fixture
-def agents() -> Iterator[list[NodeAgent]]:
-    started: list[NodeAgent] = []
-    yield started
-    for agent in started:
-        agent.stop(timeout=2)
-
-
-def start(agents: list[NodeAgent], client: Any, provider: Any, **options: Any) -> NodeAgent:
-    agent = make_agent(client, provider, **options)
-    agent.start()
-    agents.append(agent)
-    return agent
 
 
 def reasons(client: EmbeddedClient, agent: NodeAgent, name: str) -> list[str]:

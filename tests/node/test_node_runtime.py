@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from nodekit import make_agent, pod_manifest, wait_for
@@ -12,7 +11,6 @@ from nodekit import make_agent, pod_manifest, wait_for
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.node import FakeProvider, NodeGroup, NodeRuntime, SimulatedProvider, Timings
 from podstatus.node.runtime import Timer
-from podstatus.server.http import EmbeddedApiServer
 from podstatus.types import Pod
 
 ZERO = Timings(
@@ -22,14 +20,6 @@ ZERO = Timings(
     readiness=(0.0, 0.0),
     stop=(0.0, 0.0),
 )
-
-
-@pytest.fixture
-def client() -> Iterator[EmbeddedClient]:
-    server = EmbeddedApiServer()
-    server.start()
-    yield EmbeddedClient(server)
-    server.stop()
 
 
 def test_timer_runs_calls_in_due_order_and_skips_cancelled_ones() -> None:
@@ -122,7 +112,7 @@ def test_heartbeats_of_nodes_started_together_are_spread_over_the_interval(clien
     started = time.monotonic()
     group.start()
     try:
-        due = sorted(a._lease_handle.when - started for a in agents)
+        due = sorted(a.leases.next_renewal - started for a in agents)
         # The Lease was just written: the first renewal one to one and a half intervals on
         # (it lives four), and not in one burst.
         assert due[0] >= 9.5 and due[-1] <= 15.5

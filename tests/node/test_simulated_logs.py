@@ -13,7 +13,7 @@ from simkit import pod, provider, wait_for
 from podstatus.node import Timings
 from podstatus.node.capabilities import LogOptions
 from podstatus.node.simlogs import MAX_BYTES, MAX_LINES, ContainerLog, format_time
-from podstatus.node.simulated import SimulatedError
+from podstatus.node.simstreams import SimulatedError
 
 
 def _text(data: object) -> str:

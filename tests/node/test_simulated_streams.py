@@ -11,7 +11,7 @@ from simkit import pod, provider
 
 from podstatus.node import Timings
 from podstatus.node.capabilities import Channel, ExecIO, LogOptions, Pipe, PortStream, TermSize
-from podstatus.node.simulated import SimulatedError
+from podstatus.node.simstreams import SimulatedError
 
 
 def _io(stdin: bytes | None = None, *, tty: bool = False, size: TermSize | None = None) -> ExecIO:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -43,7 +43,7 @@ from relkit import (
 from podstatus import BasicPodManager, PodStatus, new_manager
 from podstatus.clients.http import HttpKubeClient
 from podstatus.errors import ApiError
-from podstatus.node.simulated import Timings
+from podstatus.node.simpod import Timings
 from podstatus.server.faults import FaultPlan, recreate_pod
 from podstatus.server.http import EmbeddedApiServer
 from podstatus.simulator.agent import NodeAgent
@@ -90,17 +90,20 @@ LONG = SoakConfig(
 
 
 class _Safety:
-    """Deletion safety from the simulated containers (as the simulator's own)."""
+    """Deletion safety from the simulated containers (as the simulator's own).
 
-    def __init__(self, agent: NodeAgent) -> None:
-        self.agent = agent
+    ``sim_pod`` is looked up when asked: the manager is built with this while its agent is.
+    """
+
+    def __init__(self, sim_pod: Callable[[str], Any]) -> None:
+        self.sim_pod = sim_pod
 
     def pod_resources_are_reclaimed(self, pod: Any, status: Any) -> bool:
-        sim = self.agent.sim_pod(pod.uid)
+        sim = self.sim_pod(pod.uid)
         return sim is None or not sim.any_running()
 
     def pod_could_have_running_containers(self, pod: Any) -> bool:
-        sim = self.agent.sim_pod(pod.uid)
+        sim = self.sim_pod(pod.uid)
         return sim is not None and sim.any_running()
 
 
@@ -150,7 +153,21 @@ def server() -> Iterator[EmbeddedApiServer]:
 def run_soak(server: EmbeddedApiServer, mode: str, cfg: SoakConfig) -> dict[str, Any]:
     rng = random.Random(cfg.seed)
     store = server.store
-    agent = NodeAgent(StoreClient(store), NODE, timings=FAST_TIMINGS, seed=cfg.seed)
+    client = HttpKubeClient(server.url, timeout=(2.0, 2.0))
+    built: list[Any] = []
+
+    def soak_manager(pods: BasicPodManager, safety: Any) -> Any:
+        # The agent is given a manager of the soak's own: over HTTP with faults, frozen at will.
+        manager = new_manager(
+            client, pods, _Safety(lambda uid: agent.sim_pod(uid)), sync_period=cfg.sync_period, **MODES[mode]
+        )
+        built.extend((manager, FreezableManager(manager)))
+        return built[1]
+
+    agent = NodeAgent(
+        StoreClient(store), NODE, timings=FAST_TIMINGS, seed=cfg.seed, manager_factory=soak_manager
+    )
+    manager, proxy = built
 
     def stopped(uid: str) -> bool:
         sim = agent.sim_pod(uid)
@@ -158,10 +175,6 @@ def run_soak(server: EmbeddedApiServer, mode: str, cfg: SoakConfig) -> dict[str,
 
     observer = WriteObserver(server, sync_period=cfg.sync_period, containers_stopped=stopped).install()
     plan = FaultPlan.parse(f"{cfg.faults},seed={cfg.seed}").install(server)
-    client = HttpKubeClient(server.url, timeout=(2.0, 2.0))
-    manager = new_manager(client, agent.pods, _Safety(agent), sync_period=cfg.sync_period, **MODES[mode])
-    proxy = FreezableManager(manager)
-    agent.manager = proxy  # type: ignore[assignment]
 
     recreated: list[str] = []
     wanted = manifests(cfg.pods, cfg.seed)
@@ -224,7 +237,9 @@ def run_soak(server: EmbeddedApiServer, mode: str, cfg: SoakConfig) -> dict[str,
         left: list[str] = ["?"]
         open_handshakes: list[str] = []
         while time.monotonic() < deadline:
-            left = unsynced_pods(manager, agent.pods, store, _Safety(agent).pod_could_have_running_containers)
+            left = unsynced_pods(
+                manager, agent.pods, store, _Safety(agent.sim_pod).pod_could_have_running_containers
+            )
             open_handshakes = unfinished_handshakes(store, stopped)
             if not left and not open_handshakes:
                 break

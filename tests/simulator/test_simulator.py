@@ -13,7 +13,7 @@ from podstatus import cli
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.clients.fake import FakeNodeClient
 from podstatus.errors import ConnectionFailedError, InternalServerError, ServiceUnavailableError
-from podstatus.node.simulated import Timings
+from podstatus.node.simpod import Timings
 from podstatus.server import EmbeddedApiServer
 from podstatus.simulator.invariants import Invariant, InvariantChecker
 from podstatus.simulator.report import render_summary

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .agent import NodeAgent, NodeGroup, PodWatcher
 from .calls import ProviderError
+from .config import NodeConfig
 from .events import EventCorrelator, EventRecorder, ObjectRef
 from .heartbeat import LeaseHeldError, node_system_info
 from .network import NodeNetwork, PodIPPool
@@ -21,7 +22,8 @@ from .provider import (
     pending_status,
 )
 from .runtime import NodeRuntime
-from .simulated import SimulatedProvider, Timings
+from .simpod import Timings
+from .simulated import SimulatedProvider
 
 __all__ = [
     "EventCorrelator",
@@ -29,6 +31,7 @@ __all__ = [
     "FakeProvider",
     "LeaseHeldError",
     "NodeAgent",
+    "NodeConfig",
     "NodeDescription",
     "NodeGroup",
     "NodeNetwork",

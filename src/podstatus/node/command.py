@@ -9,6 +9,7 @@ status manager.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import inspect
 import ipaddress
@@ -26,6 +27,7 @@ from typing import Any
 
 from .agent import ON_STOP, NodeAgent, NodeGroup
 from .calls import ProviderCaller, log_running_call
+from .config import NodeConfig
 from .events import EVENT_FILTERS
 from .heartbeat import LeaseHeldError
 from .logs import log_fields
@@ -616,6 +618,23 @@ def run(args: argparse.Namespace) -> int:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
+def node_config(args: argparse.Namespace, name: str, index: int) -> NodeConfig:
+    """The checked settings of the ``index``-th node from the flags (a bad one: ValueError naming it).
+
+    Its kubelet API's endpoint is known once the API listens: ``dataclasses.replace`` adds it.
+    """
+    return NodeConfig(
+        node_name=name,
+        take_over=args.take_over,
+        events=args.events,
+        # One pod watch for the process (NodeGroup): not one per node.
+        watch=False,
+        cpu_manager_policy=args.cpu_manager_policy,
+        # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
+        network=NodeNetwork.for_index(index),
+    )
+
+
 def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     json_lines = args.log_format == "json"
     if json_lines:
@@ -639,6 +658,8 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
     metrics = Metrics()
     counter = RequestCounter(metrics.count_request)
     names = node_names(args.name, args.nodes)
+    # The settings first: a bad one (a name that is no DNS subdomain) is said before anything runs.
+    configs = [node_config(args, name, i) for i, name in enumerate(names)]
     # Providers first: a typo in --provider is reported before anything touches the cluster.
     providers = [
         load_provider(args.provider, name, i, sim_exec=args.sim_exec) for i, name in enumerate(names)
@@ -668,18 +689,10 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
             NodeAgent(
                 client,
                 providers[i],
-                name,
-                take_over=args.take_over,
-                manager_options=options,
-                events=args.events,
-                on_sync=metrics.observe_sync,
-                watch=False,
+                dataclasses.replace(configs[i], kubelet_endpoint=endpoints[i]),
+                manager_options={**options, "on_sync": metrics.observe_sync},
                 runtime=runtime,
                 heartbeat_client=heartbeat_client,
-                cpu_manager_policy=args.cpu_manager_policy,
-                # Each node its own InternalIP and pod CIDR (pod IPs from it): none shared in a process.
-                network=NodeNetwork.for_index(i),
-                kubelet_endpoint=endpoints[i],
             )
             for i, name in enumerate(names)
         ]

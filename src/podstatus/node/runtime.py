@@ -24,10 +24,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..flags import Flag
 from ..scheduling import SyncPool
 from .calls import DaemonPool, ProviderCaller, SerialTasks
 
-__all__ = ["HEARTBEAT", "HOUSEKEEPING", "NodeRuntime", "Timer", "TimerHandle", "shared_timer"]
+__all__ = ["HEARTBEAT", "HOUSEKEEPING", "AgentTicks", "NodeRuntime", "Timer", "TimerHandle", "shared_timer"]
 
 log = logging.getLogger(__name__)
 
@@ -212,3 +213,52 @@ class NodeRuntime:
         self.tasks.close()
         self.events.close()
         self.calls.close()
+
+
+class AgentTicks:
+    """The timer entries of one agent (its Lease tick, its housekeeping): one of each pending or
+    running at a time, none started once :meth:`stop` is called, and :meth:`cancel` waits for
+    those running (so an agent stopped writes nothing after)."""
+
+    def __init__(self) -> None:
+        self.stopped = Flag()
+        self.lock = threading.Condition()
+        self._threads: list[int] = []  # the threads running a tick of this agent now
+        self.handles: dict[str, TimerHandle | None] = {}
+
+    def begin(self) -> bool:
+        with self.lock:
+            if self.stopped.is_set():
+                return False
+            self._threads.append(threading.get_ident())
+            return True
+
+    def end(self) -> None:
+        with self.lock:
+            self._threads.remove(threading.get_ident())
+            self.lock.notify_all()
+
+    def schedule(self, name: str, timer: Timer, when: float, fn: Callable[[], Any], lane: str) -> None:
+        """Under :attr:`lock` or not: the entry ``name`` runs ``fn`` at ``when`` unless stopped."""
+        with self.lock:
+            if not self.stopped.is_set():
+                self.handles[name] = timer.call_at(when, fn, lane=lane)
+
+    def cancel_handles(self) -> None:
+        with self.lock:
+            for handle in self.handles.values():
+                if handle is not None:
+                    handle.cancel()
+            self.handles.clear()
+
+    def cancel(self, timeout: float) -> None:
+        """No tick of this agent runs after this returns (one running now gets ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            self.cancel_handles()
+            me = threading.get_ident()
+            while any(t != me for t in self._threads):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self.lock.wait(remaining)

@@ -17,42 +17,28 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import random
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..flags import Flag
 from ..qos import compute_pod_qos
-from ..types import (
-    Container,
-    ContainerState,
-    ContainerStateRunning,
-    ContainerStateTerminated,
-    ContainerStateWaiting,
-    ContainerStatus,
-    Pod,
-    PodIP,
-    PodStatus,
-)
+from ..types import ContainerStateTerminated, Pod, PodIP, PodStatus
 from ..workloads import behaviour_of
-from . import simlogs, simstreams, simusage
-from .capabilities import ExecIO, LogOptions, PortStream
-from .logs import log_fields
 from .network import PodIPPool
 from .provider import NodeDescription, PodNotifier
 from .resize import allocation_of_pod, same_resources
 from .runtime import shared_timer
+from .simkubelet import SimulatedCapabilities
 from .simlogs import ContainerLog
-from .simstreams import SimulatedError
+from .simpod import SimContainer, SimPod, Timings, ports_of
 
-__all__ = ["SimContainer", "SimPod", "SimulatedError", "SimulatedProvider", "Timings"]
+__all__ = ["SimulatedProvider"]
 
 log = logging.getLogger(__name__)
 
@@ -82,164 +68,7 @@ def _work_line(n: int) -> str:
     return f"working: step {n}"
 
 
-def _ports_of(pod: Pod, container: str) -> list[int]:
-    """The containerPorts a container declares (TCP; the wire form keeps them as dicts)."""
-    c = _container_spec(pod, container)
-    if c is None or not isinstance(c.ports, list | tuple):
-        return []
-    return [
-        p["containerPort"]
-        for p in c.ports
-        if isinstance(p, dict)
-        and isinstance(p.get("containerPort"), int)
-        and p.get("protocol", "TCP") == "TCP"
-    ]
-
-
-def _safe(name: str) -> str:
-    """A path component from a name (kept as is when it is a plain one)."""
-    cleaned = name.replace(os.sep, "_").replace("\0", "_")
-    return cleaned if cleaned not in ("", ".", "..") else f"_{cleaned}_"
-
-
-def _cpu(stamp: str, rate: float, total: float) -> dict[str, Any]:
-    return {"time": stamp, "usageNanoCores": int(rate), "usageCoreNanoSeconds": int(total)}
-
-
-def _memory(stamp: str, working_set: int, limit: int | None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "time": stamp,
-        "usageBytes": working_set + working_set // 8,  # the page cache on top of the working set
-        "workingSetBytes": working_set,
-        "rssBytes": working_set * 4 // 5,
-        "pageFaults": 0,
-        "majorPageFaults": 0,
-    }
-    if limit is not None:
-        out["availableBytes"] = max(0, limit - working_set)
-    return out
-
-
-def _container_spec(pod: Pod, name: str) -> Container | None:
-    for c in (*(pod.spec.init_containers or ()), *pod.spec.containers):
-        if c.name == name:
-            return c
-    return None
-
-
-@dataclass(frozen=True)
-class Timings:
-    """How long simulated things take, in seconds (each drawn uniformly from its range)."""
-
-    image_pull: tuple[float, float] = (0.2, 1.2)
-    init_run: tuple[float, float] = (0.2, 0.8)
-    startup: tuple[float, float] = (0.1, 0.6)
-    readiness: tuple[float, float] = (0.2, 1.5)
-    job_run: tuple[float, float] = (2.0, 8.0)
-    crash_run: tuple[float, float] = (0.3, 1.5)
-    crash_backoff: float = 0.5
-    crash_backoff_max: float = 4.0
-    stop: tuple[float, float] = (0.1, 0.8)
-    gate: tuple[float, float] = (0.2, 1.0)
-    resize: tuple[float, float] = (0.1, 0.5)  # applying an in-place resize to a running container
-
-
-@dataclass
-class SimContainer:
-    name: str
-    image: str
-    init: bool = False
-    sidecar: bool = False
-    state: str = "waiting"  # waiting | running | terminated
-    reason: str = "ContainerCreating"
-    started: bool | None = None
-    ready: bool = False
-    restart_count: int = 0
-    exit_code: int = 0
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    last_terminated: ContainerStateTerminated | None = None
-    container_id: str = ""
-    backoff: float = 0.0
-    resources: dict[str, Any] | None = None  # what runs (requests/limits), reported while running
-    # What the running instance printed and what the one before it printed (`logs --previous`).
-    log: ContainerLog | None = None
-    previous_log: ContainerLog | None = None
-    started_clock: float = 0.0  # time.time() at the start of the instance (usage is a function of age)
-    cpu_done: float = 0.0  # core-nanoseconds of the instances that have ended (counters never go back)
-    # The running instance's CPU before its last resize, and its age then: a resize changes the
-    # profile, not what was used.
-    cpu_segments: float = 0.0
-    segment_age: float = 0.0
-    profile: simusage.Profile | None = None  # drawn when first asked
-
-    @property
-    def field_path(self) -> str:
-        return f"spec.{'initContainers' if self.init else 'containers'}{{{self.name}}}"
-
-    def status(self) -> ContainerStatus:
-        if self.state == "running":
-            state = ContainerState(running=ContainerStateRunning(started_at=self.started_at))
-        elif self.state == "terminated":
-            state = ContainerState(
-                terminated=ContainerStateTerminated(
-                    exit_code=self.exit_code,
-                    reason="Completed" if self.exit_code == 0 else "Error",
-                    started_at=self.started_at,
-                    finished_at=self.finished_at,
-                    container_id=self.container_id or None,
-                )
-            )
-        else:
-            state = ContainerState(waiting=ContainerStateWaiting(reason=self.reason))
-        return ContainerStatus(
-            name=self.name,
-            state=state,
-            last_state=ContainerState(terminated=self.last_terminated)
-            if self.last_terminated
-            else ContainerState(),
-            ready=self.ready,
-            restart_count=self.restart_count,
-            image=self.image,
-            image_id=f"{self.image.split(':')[0]}@sha256:{abs(hash(self.image)):064x}"[:200]
-            if self.state != "waiting" or self.restart_count
-            else "",
-            container_id=self.container_id or None,
-            started=self.started,
-            resources=self.resources if self.state == "running" else None,
-        )
-
-
-@dataclass
-class SimPod:
-    pod: Pod
-    behaviour: str
-    inits: list[SimContainer]
-    containers: list[SimContainer]
-    sandbox_ready: bool = False
-    init_index: int = 0
-    deleting: bool = False
-    stopped: bool = False  # every container has stopped after a delete
-    done: bool = False  # nothing more to do for it
-    pod_ip: str = ""
-    qos_class: str = "BestEffort"
-    generation: int = 0  # bumps on every change of plan: stale timer events are dropped
-    # Steps due now, run before the status is published (see SimulatedProvider._after).
-    steps: list[tuple[Callable[..., None], tuple[Any, ...]]] = field(default_factory=list)
-    changed: bool = False  # a status to publish once the steps due now have run
-
-    @property
-    def uid(self) -> str:
-        return self.pod.uid
-
-    def all_containers(self) -> list[SimContainer]:
-        return [*self.inits, *self.containers]
-
-    def any_running(self) -> bool:
-        return any(c.state == "running" for c in self.all_containers())
-
-
-class SimulatedProvider:
+class SimulatedProvider(SimulatedCapabilities):
     """A :class:`~podstatus.node.provider.Provider` whose containers are simulated."""
 
     # Its methods never block (in-memory state; delete_pod waits at most the simulated stop
@@ -415,232 +244,6 @@ class SimulatedProvider:
     def sims(self) -> list[SimPod]:
         with self._lock:
             return list(self._sims.values())
-
-    # -- the kubelet API's capabilities (see capabilities.py) -------------------------------------
-
-    def get_container_logs(
-        self, namespace: str, pod: str, container: str, options: LogOptions
-    ) -> bytes | AsyncIterator[bytes]:
-        """What the container printed (see simlogs); with ``follow``, a stream until it stops."""
-        sim = self._find(namespace, pod)
-        with self._lock:
-            clog = self._log_for(sim, self._container(sim, container), options.previous)
-        since: float | None = None
-        if options.since_time is not None:
-            since = options.since_time.timestamp()
-        elif options.since_seconds is not None:
-            since = time.time() - options.since_seconds
-        lines, seq, closed = clog.snapshot()
-        head = simlogs.render(
-            simlogs.select(lines, tail_lines=options.tail_lines, since=since), timestamps=options.timestamps
-        )
-        limit = options.limit_bytes
-        if limit is not None and len(head) >= limit:
-            return head[:limit]
-        if not options.follow or closed:
-            return head
-        return simlogs.follow_bytes(
-            clog, head, seq, since=since, timestamps=options.timestamps, limit_bytes=limit
-        )
-
-    async def run_in_container(
-        self, namespace: str, pod: str, container: str, command: list[str], io: ExecIO
-    ) -> int:
-        """The command, run locally in the container's folder when ``exec_locally``; else refused."""
-        sim = self._find(namespace, pod)
-        with self._lock:
-            c = self._container(sim, container)
-            running = c.state == "running"
-            env = self._env_of(sim, c)
-        if not self.exec_locally:
-            raise SimulatedError(
-                501,
-                f"exec is not supported by the simulated provider of node {self.node_name or '-'}: its "
-                "containers are make-believe (start `podstatus node --sim-exec` to run commands locally, "
-                "in a folder per container)",
-            )
-        if not running:
-            raise SimulatedError(400, f'container "{container}" in pod "{pod}" is not running')
-        if not command:
-            raise SimulatedError(400, "no command given to exec")
-        folder = (
-            self.exec_root
-            / _safe(self.node_name or "node")
-            / _safe(namespace)
-            / _safe(pod)
-            / _safe(container)
-        )
-        log_fields(
-            log,
-            logging.INFO,
-            "simulated exec runs a local command",
-            node=self.node_name,
-            pod=f"{namespace}/{pod}",
-            container=container,
-            folder=str(folder),
-            command=command[0],
-        )
-        # What a command writes to ~ stays in the container's folder too.
-        return await simstreams.exec_locally(command, folder, {"HOME": str(folder), **env}, io)
-
-    async def attach_to_container(self, namespace: str, pod: str, container: str, io: ExecIO) -> int | None:
-        """The container's output from now on; what is typed, printed back (see simstreams)."""
-        sim = self._find(namespace, pod)
-        with self._lock:
-            c = self._container(sim, container)
-            clog = c.log if c.state == "running" else None
-        if clog is None:
-            raise SimulatedError(400, f'container "{container}" in pod "{pod}" is not running')
-        return await simstreams.attach(clog, io)
-
-    async def port_forward(self, namespace: str, pod: str, port: int, stream: PortStream) -> None:
-        """A responder for each declared containerPort of a running container; else refused."""
-        sim = self._find(namespace, pod)
-        with self._lock:
-            owner = next(
-                (
-                    c.name
-                    for c in sim.all_containers()
-                    if c.state == "running" and port in _ports_of(sim.pod, c.name)
-                ),
-                None,
-            )
-        if owner is None:
-            # What the kubelet says when nothing listens on the port in the pod.
-            stream.error(
-                f'failed to connect to localhost:{port} inside namespace "{sim.uid}", IPv4: dial tcp4 '
-                f"127.0.0.1:{port}: connect: connection refused IPv6 dial tcp6 [::1]:{port}: "
-                "connect: connection refused "
-            )
-            stream.close()
-            return
-        await simstreams.respond(
-            stream, f"podstatus simulated pod {namespace}/{pod} container {owner} port {port}"
-        )
-
-    def get_stats_summary(self) -> dict[str, Any]:
-        """The kubelet's stats/v1alpha1 Summary of the node and its pods (see simusage)."""
-        now = time.time()
-        stamp = simusage.rfc3339(now)
-        pods: list[dict[str, Any]] = []
-        total, rate, working = self._cpu_gone, 0.0, 0
-        with self._lock:
-            for sim in self._sims.values():
-                pod_total = sum(c.cpu_done for c in sim.all_containers())
-                if not sim.sandbox_ready or sim.stopped:
-                    total += pod_total
-                    continue
-                containers, pod_rate, pod_ws = [], 0.0, 0
-                starts = [c.started_clock for c in sim.all_containers() if c.started_clock]
-                for c in sim.all_containers():
-                    if c.state != "running":
-                        continue
-                    p = self._profile(sim, c)
-                    age = now - c.started_clock
-                    c_rate, c_total = simusage.cpu_rate(p, age), self._instance_cpu(sim, c, now)
-                    c_ws = simusage.memory_bytes(p, age)
-                    pod_rate, pod_total, pod_ws = pod_rate + c_rate, pod_total + c_total, pod_ws + c_ws
-                    containers.append(
-                        {
-                            "name": c.name,
-                            "startTime": simusage.rfc3339(c.started_clock),
-                            "cpu": _cpu(stamp, c_rate, c_total),
-                            "memory": _memory(stamp, c_ws, simusage.memory_limit(c.resources)),
-                        }
-                    )
-                pods.append(
-                    {
-                        "podRef": {"name": sim.pod.name, "namespace": sim.pod.namespace, "uid": sim.uid},
-                        "startTime": simusage.rfc3339(min(starts) if starts else now),
-                        "containers": containers,
-                        "cpu": _cpu(stamp, pod_rate, pod_total),
-                        "memory": _memory(stamp, pod_ws, None),
-                    }
-                )
-                total, rate, working = total + pod_total, rate + pod_rate, working + pod_ws
-        # The node's own daemons: a serving profile of its own.
-        system = simusage.profile_for(self._seed, "node", self.node_name, "serve")
-        age = now - self._clock_start
-        rate += simusage.cpu_rate(system, age)
-        total += simusage.cpu_total(system, age)
-        working += simusage.memory_bytes(system, age)
-        capacity = simusage.memory_capacity(self.description.capacity.get("memory"))
-        return {
-            "node": {
-                "nodeName": self.node_name,
-                "startTime": simusage.rfc3339(self._clock_start),
-                "cpu": _cpu(stamp, rate, total),
-                "memory": _memory(stamp, working, capacity),
-            },
-            "pods": pods,
-        }
-
-    def _find(self, namespace: str, name: str) -> SimPod:
-        with self._lock:
-            uid = self._names.get((namespace, name))
-            sim = self._sims.get(uid) if uid is not None else None
-        if sim is None:
-            # The kubelet's words, with the namespace and node (a 404 that names the pod).
-            raise SimulatedError(
-                404, f'pod "{name}" does not exist in namespace "{namespace}" on node {self.node_name or "-"}'
-            )
-        return sim
-
-    def _container(self, sim: SimPod, name: str) -> SimContainer:
-        for c in sim.all_containers():
-            if c.name == name:
-                return c
-        raise SimulatedError(404, f'container "{name}" not found in pod "{sim.pod.name}"')
-
-    def _log_for(self, sim: SimPod, c: SimContainer, previous: bool) -> ContainerLog:
-        """The instance whose output ``kubectl logs [--previous]`` shows, as the kubelet picks it."""
-        pod = sim.pod.name
-        if previous:
-            if c.state == "waiting" and c.restart_count and c.log is not None:
-                return c.log  # backing off: the last termination is the instance that just ended
-            if c.previous_log is not None:
-                return c.previous_log
-            raise SimulatedError(400, f'previous terminated container "{c.name}" in pod "{pod}" not found')
-        if c.log is None:
-            if c.state == "waiting":
-                raise SimulatedError(
-                    400, f'container "{c.name}" in pod "{pod}" is waiting to start: {c.reason}'
-                )
-            # Taken up after an agent restart: what it printed before is gone with that process.
-            c.log = ContainerLog(self._log_lock)
-            c.log.write("(output from before the node agent restarted is not kept)")
-            if c.state == "terminated":
-                c.log.close(exit_code=c.exit_code)
-        return c.log
-
-    def _env_of(self, sim: SimPod, c: SimContainer) -> dict[str, str]:
-        """The container's environment as exec sees it: literal values and the pod's own fields."""
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-            "HOSTNAME": sim.pod.name,
-        }
-        fields = {
-            "metadata.name": sim.pod.name,
-            "metadata.namespace": sim.pod.namespace,
-            "metadata.uid": sim.uid,
-            "spec.nodeName": self.node_name,
-            "status.podIP": sim.pod_ip,
-        }
-        spec = _container_spec(sim.pod, c.name)
-        for item in spec.env if spec is not None and isinstance(spec.env, list) else ():
-            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-                continue
-            if isinstance(item.get("value"), str):
-                env[item["name"]] = item["value"]
-                continue
-            ref = (
-                (item.get("valueFrom") or {}).get("fieldRef")
-                if isinstance(item.get("valueFrom"), dict)
-                else None
-            )
-            if isinstance(ref, dict) and ref.get("fieldPath") in fields:
-                env[item["name"]] = fields[ref["fieldPath"]]
-        return env
 
     # -- building ----------------------------------------------------------------------------
 
@@ -886,7 +489,7 @@ class SimulatedProvider:
             return
         c.started = True
         if c.log is not None:
-            ports = _ports_of(sim.pod, c.name)
+            ports = ports_of(sim.pod, c.name)
             c.log.write(f"listening on {', '.join(f':{p}' for p in ports)}" if ports else "started")
             if self._kind(sim, c) != "serve":
                 c.log.every(_WORK_PERIOD, _work_line)
@@ -961,26 +564,6 @@ class SimulatedProvider:
         self._start(sim, c)
         self._publish(sim)
         self._after(sim, self.timings.startup, self._container_started, c)
-
-    # -- usage -------------------------------------------------------------------------------------
-
-    def _kind(self, sim: SimPod, c: SimContainer) -> str:
-        """How the container behaves: its pod's behaviour, a sidecar serves, an init container works."""
-        if c.init:
-            return "serve" if c.sidecar else "init"
-        return sim.behaviour
-
-    def _profile(self, sim: SimPod, c: SimContainer) -> simusage.Profile:
-        p = c.profile
-        if p is None:
-            p = c.profile = simusage.profile_for(self._seed, sim.uid, c.name, self._kind(sim, c), c.resources)
-        return p
-
-    def _instance_cpu(self, sim: SimPod, c: SimContainer, now: float) -> float:
-        """Core-nanoseconds the running instance has used by ``now``."""
-        p = self._profile(sim, c)
-        age = max(c.segment_age, now - c.started_clock)
-        return c.cpu_segments + simusage.cpu_total(p, age) - simusage.cpu_total(p, c.segment_age)
 
     # -- status --------------------------------------------------------------------------------
 

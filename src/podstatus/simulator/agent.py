@@ -10,13 +10,16 @@ loops with back-off, termination on delete).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .. import node
-from ..manager import Manager, SyncRecord
+from ..manager import SyncRecord
+from ..node.config import NODE_SETTINGS, NodeConfig
 from ..node.provider import NodeDescription
-from ..node.simulated import SimPod, SimulatedProvider, Timings
+from ..node.simpod import SimPod, Timings
+from ..node.simulated import SimulatedProvider
 from ..podmanager import BasicPodManager
+from ..protocols import NodeClient, StatusManager
 from ..types import Pod
 
 
@@ -72,14 +75,20 @@ class NodeAgent:
         self.timings = timings or Timings()
         self.provider = SimulatedProvider(timings=self.timings, seed=seed, description=SIMULATED_NODE)
         self._on_event = on_event
+        # Settings to the agent's checked config; the manager_factory, runtime... to the agent.
+        settings = {k: v for k, v in agent_options.items() if k in NODE_SETTINGS}
+        extra = {k: v for k, v in agent_options.items() if k not in NODE_SETTINGS}
+        if "manager_factory" not in extra:
+            extra["manager_options"] = dict(manager_options or {})
+            if on_sync is not None:
+                extra["manager_options"]["on_sync"] = on_sync
         self.agent = node.NodeAgent(
-            client,
+            # The agent does without the Node and Lease calls a simulation's client may lack.
+            cast(NodeClient, client),
             self.provider,
-            node_name,
-            manager_options=dict(manager_options or {}),
-            on_sync=on_sync,
+            NodeConfig(node_name=node_name, **settings),
             on_watch_event=self._watched,
-            **agent_options,
+            **extra,
         )
 
     def _watched(self, kind: str, pod: Pod) -> None:
@@ -89,12 +98,8 @@ class NodeAgent:
             self._on_event(kind, pod)
 
     @property
-    def manager(self) -> Manager:
+    def manager(self) -> StatusManager:
         return self.agent.manager
-
-    @manager.setter
-    def manager(self, value: Manager) -> None:
-        self.agent.manager = value
 
     @property
     def pods(self) -> BasicPodManager:

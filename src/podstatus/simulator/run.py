@@ -42,7 +42,7 @@ from ..manager import SyncRecord
 from ..node.command import node_names, shared_runtime
 from ..node.heartbeat import LEASE_NAMESPACE, lease_info
 from ..node.network import simulation_network
-from ..node.simulated import SimPod, Timings
+from ..node.simpod import SimPod, Timings
 from ..types import Pod
 from .agent import NodeAgent
 from .invariants import CheckedClient, InvariantChecker
