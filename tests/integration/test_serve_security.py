@@ -19,7 +19,8 @@ import yaml
 
 from podstatus.clients.http import HttpKubeClient
 from podstatus.server import EmbeddedApiServer
-from podstatus.server.security import bearer_ok, is_loopback, write_private
+from podstatus.server.security import bearer_ok, is_loopback
+from podstatus.tls import write_private
 from testkit import kubectl_path
 
 KUBECTL = kubectl_path()

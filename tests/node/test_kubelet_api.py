@@ -29,7 +29,7 @@ from podstatus.node.kubeletapi import (
     parse_log_options,
 )
 from podstatus.server.http import EmbeddedApiServer
-from podstatus.server.security import generate_ca
+from podstatus.tls import generate_ca
 
 
 def run(coro: Any) -> Any:

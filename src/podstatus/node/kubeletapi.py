@@ -55,7 +55,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from ..server.security import TlsMaterial, generate_tls, private_dir, server_context, write_private
+from ..tls import TlsMaterial, generate_tls, private_dir, server_context, write_private
 from . import spdy
 from .calls import DaemonPool
 from .capabilities import CAPABILITIES, ExecIO, LogOptions, Pipe, PortStream, TermSize, has_capability

@@ -35,6 +35,7 @@ import msgspec
 
 from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
+from ..tls import TlsMaterial, generate_tls, server_context, write_private
 from . import apply as _apply
 from . import bodies, discovery, metricsapi, negotiation, reviews, schema, security
 from .audit import AuditLog
@@ -1335,7 +1336,7 @@ class EmbeddedApiServer:
         strict_status: bool | None = None,
         reap_terminating: bool | None = None,
         token: str | None = None,
-        tls: security.TlsMaterial | bool = False,
+        tls: TlsMaterial | bool = False,
         audit_log: str | Path | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
@@ -1356,12 +1357,8 @@ class EmbeddedApiServer:
         if token is not None and not token:
             raise ValueError("token must not be empty")
         self.token = token
-        self.tls: security.TlsMaterial | None = (
-            security.generate_tls([host])
-            if tls is True
-            else tls
-            if isinstance(tls, security.TlsMaterial)
-            else None
+        self.tls: TlsMaterial | None = (
+            generate_tls([host]) if tls is True else tls if isinstance(tls, TlsMaterial) else None
         )
         self.port = port
         if store is None:
@@ -1443,7 +1440,7 @@ class EmbeddedApiServer:
         if self.tls is not None:
             # The handshake happens on the handler's thread, at its first read, so a slow
             # client never holds up accept().
-            context = security.server_context(self.tls)
+            context = server_context(self.tls)
             httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
         httpd.owner = self
         httpd._count_lock = threading.Lock()
@@ -1526,10 +1523,10 @@ class EmbeddedApiServer:
     def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
         """Write :meth:`kubeconfig` to ``path`` (JSON is valid YAML); returns the path.
 
-        Mode 0600, never through a symlink (:func:`.security.write_private`): it may hold a token.
+        Mode 0600, never through a symlink (:func:`podstatus.tls.write_private`): it may hold a token.
         """
         data = msgspec.json.format(_encode(self.kubeconfig(namespace=namespace))) + b"\n"
-        return security.write_private(path, data)
+        return write_private(path, data)
 
 
 def serve(
@@ -1540,7 +1537,7 @@ def serve(
     store: Store | None = None,
     ready: Callable[[EmbeddedApiServer], None] | None = None,
     token: str | None = None,
-    tls: security.TlsMaterial | bool = False,
+    tls: TlsMaterial | bool = False,
 ) -> None:
     """Run a server until SIGINT or SIGTERM (call from the main thread).
 

@@ -104,7 +104,7 @@ class KubeletClientConfig:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
         if self.cert_pem and self.key_pem:
-            from .security import private_dir, write_private
+            from ..tls import private_dir, write_private
 
             folder = private_dir("podstatus-kubelet-client-")
             try:
