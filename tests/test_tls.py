@@ -32,11 +32,13 @@ def test_a_client_trusting_the_ca_completes_a_handshake_on_loopback() -> None:
         thread = threading.Thread(target=serve_one)
         thread.start()
         client = ssl.create_default_context(cadata=material.ca_pem.decode())
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-            with client.wrap_socket(raw, server_hostname="127.0.0.1") as tls_conn:
-                assert tls_conn.version() in ("TLSv1.2", "TLSv1.3")
-                tls_conn.sendall(b"ping!")
-                assert tls_conn.recv(4) == b"pong"
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+            client.wrap_socket(raw, server_hostname="127.0.0.1") as tls_conn,
+        ):
+            assert tls_conn.version() in ("TLSv1.2", "TLSv1.3")
+            tls_conn.sendall(b"ping!")
+            assert tls_conn.recv(4) == b"pong"
         thread.join(10)
     assert served == [b"ping!"]
 
@@ -57,9 +59,11 @@ def test_a_client_with_another_ca_is_refused() -> None:
         thread = threading.Thread(target=serve_one)
         thread.start()
         client = ssl.create_default_context(cadata=other.ca_pem.decode())
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-            with pytest.raises(ssl.SSLCertVerificationError):
-                client.wrap_socket(raw, server_hostname="127.0.0.1")
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+            pytest.raises(ssl.SSLCertVerificationError),
+        ):
+            client.wrap_socket(raw, server_hostname="127.0.0.1")
         thread.join(10)
 
 
