@@ -28,9 +28,11 @@ bytecode: $(STAMP)
 demo: $(STAMP) bytecode
 	$(VENV)/bin/podstatus simulate --pods 200
 
+# lint-imports: the layers of .importlinter (docs/design.md, "Layers and import contracts").
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

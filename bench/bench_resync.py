@@ -57,10 +57,10 @@ class StubClient:
 
 
 def measure(pods: int, fast_path: bool = False) -> dict[str, Any]:
-    from podstatus.clients.base import RequestCounter
     from podstatus.deletion import FakePodDeletionSafety
     from podstatus.manager import new_manager
     from podstatus.podmanager import BasicPodManager
+    from podstatus.requestcount import RequestCounter
     from podstatus.types import Pod, PodStatus
 
     template, ids = _status_template()

@@ -91,10 +91,10 @@ def setter_fresh(pods: int = 10_000, calls: int = 20_000) -> Any:
 
 def resync(pods: int = 20_000) -> Any:
     from bench.bench_resync import StubClient
-    from podstatus.clients.base import RequestCounter
     from podstatus.deletion import FakePodDeletionSafety
     from podstatus.manager import new_manager
     from podstatus.podmanager import BasicPodManager
+    from podstatus.requestcount import RequestCounter
     from podstatus.types import Pod
 
     base = fixture_dict()

@@ -33,13 +33,14 @@ from bench import (  # noqa: E402
     bench_resync,
     bench_server,
     bench_setter,
+    bench_store,
     bench_transport,
     bench_types,
 )
 from bench._common import machine  # noqa: E402
 from bench.scale.harness import RunResult, cpu_after_start, pod_requests_per_pod  # noqa: E402
 
-NAMES = ("types", "setter", "memory", "resync", "transport", "server", "e2e", "scaling")
+NAMES = ("types", "setter", "memory", "resync", "transport", "server", "e2e", "scaling", "store")
 
 # Sizes of every benchmark: the full run (make bench) and a smoke run (--quick).
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
@@ -59,6 +60,7 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
         },
         "e2e": {"pods": 1_000, "changes_per_pod": 5, "rate": 100.0, "latency": 0.005},
         "scaling": {"pods": 10_000, "changes_per_pod": 0.2, "rate": 100.0, "latency": 0.005},
+        "store": {"repeats": 7, "number": 400},
     },
     "quick": {
         "types": {"repeats": 3, "target": 0.002},
@@ -69,6 +71,7 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "server": {"requests": 50, "list_requests": 3, "pods": 30, "watchers": 10, "events": 2, "repeats": 1},
         "e2e": {"pods": 20, "changes_per_pod": 2, "rate": 400.0, "latency": 0.005},
         "scaling": {"pods": 60, "changes_per_pod": 0.5, "rate": 400.0, "latency": 0.005},
+        "store": {"repeats": 3, "number": 50},
     },
 }
 
@@ -81,6 +84,7 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "server": bench_server.run,
     "e2e": bench_e2e.run,
     "scaling": bench_e2e.run,
+    "store": bench_store.run,
 }
 
 
@@ -369,6 +373,17 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 f"{cpu:.2f}x, {req:.2f}x; {warm:.2f}x",
                 "", "", "≈ 1x (linear: ≤ 1.3x)", _met(cpu <= 1.3 and warm <= 1.3),
             ))  # fmt: skip
+    r = results.get("store")
+    if r:
+        # "peer" is the floor of a write: one Pod decode + encode of the same pod.
+        out.append((
+            "store: PATCH pods/status in process (peer: one Pod decode + encode)",
+            _us(r["patch_us"]), _us(r["floor_us"]), _x(r["ratio_patch"]), "", "—",
+        ))  # fmt: skip
+        out.append((
+            "store: PATCH pods/status that changes nothing (peer: one Pod decode + encode)",
+            _us(r["noop_us"]), _us(r["floor_us"]), _x(r["ratio_noop"]), "", "—",
+        ))  # fmt: skip
     return out
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from podstatus.deletion import FakePodDeletionSafety, PodDeletionSafety, StatusBasedDeletionSafety
+from podstatus.deletion import FakePodDeletionSafety, StatusBasedDeletionSafety
+from podstatus.protocols import PodDeletionSafety
 from podstatus.types import (
     ContainerState,
     ContainerStateRunning,

@@ -11,11 +11,11 @@ from podstatus.podmanager import (
     CONFIG_MIRROR_ANNOTATION_KEY,
     CONFIG_SOURCE_ANNOTATION_KEY,
     BasicPodManager,
-    PodManager,
     is_mirror_pod,
     is_static_pod,
     pod_full_name,
 )
+from podstatus.protocols import PodManager
 from podstatus.types import ObjectMeta, Pod, PodStatus
 
 

@@ -24,15 +24,8 @@ from hypothesis import strategies as st
 
 from podstatus import BasicPodManager, InvalidObjectError, new_manager
 from podstatus.deletion import FakePodDeletionSafety
-from podstatus.statusutil import (
-    ValuePool,
-    _looks_valid,
-    _validate_status,
-    compact_status,
-    share_equal_parts,
-    update_last_transition_times,
-    validate_status,
-)
+from podstatus.sharing import ValuePool, compact_status, share_equal_parts
+from podstatus.statusutil import update_last_transition_times
 from podstatus.types import (
     ContainerState,
     ContainerStateRunning,
@@ -45,6 +38,7 @@ from podstatus.types import (
     PodIP,
     PodStatus,
 )
+from podstatus.validation import _looks_valid, _validate_status, validate_status
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "pod-running.json"
 T0 = datetime(2026, 1, 1, 8, 0, 0, tzinfo=UTC)

@@ -11,13 +11,12 @@ from typing import Any
 
 import pytest
 
-from podstatus import BasicPodManager, InvalidObjectError, new_manager
+from podstatus import BasicPodManager, new_manager
 from podstatus.deletion import FakePodDeletionSafety
 from podstatus.statusutil import (
     CONTAINER_NOT_LOCATED_MESSAGE,
     CONTAINER_STATUS_UNKNOWN,
     TRANSITION_TIME_CONDITIONS,
-    check_container_state_transition,
     has_pod_initialized,
     initialized_container_count,
     is_pod_status_by_kubelet_equal,
@@ -25,7 +24,6 @@ from podstatus.statusutil import (
     normalize_status,
     terminated_status,
     update_last_transition_times,
-    validate_status,
 )
 from podstatus.types import (
     Container,
@@ -40,6 +38,7 @@ from podstatus.types import (
     PodSpec,
     PodStatus,
 )
+from podstatus.validation import check_container_state_transition
 
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 T1 = datetime(2024, 5, 1, 11, 0, 0, tzinfo=UTC)
@@ -891,86 +890,6 @@ def test_terminated_status_phase(phase: str | None, is_static: bool, expected: s
     assert out.container_statuses[0].state.terminated == NOT_LOCATED
 
 
-# --- validate_status --------------------------------------------------------------------------------
-
-
-def _good() -> PodStatus:
-    return PodStatus(
-        phase="Running",
-        start_time=T0,
-        conditions=(cond("PodScheduled"), cond("Ready")),
-        container_statuses=(cs("a"), cs("b")),
-        init_container_statuses=(cs("i", terminated(0)),),
-    )
-
-
-def test_validate_accepts_a_good_status() -> None:
-    validate_status(_good())
-    validate_status(PodStatus())
-
-
-@pytest.mark.parametrize(
-    ("change", "path"),
-    [
-        ({"phase": 5}, "status.phase"),
-        ({"message": ["x"]}, "status.message"),
-        ({"start_time": "2024-01-01T00:00:00Z"}, "status.startTime"),
-        ({"conditions": (cond("PodScheduled"), cond("Ready", "Maybe"))}, "status.conditions[1].status"),
-        ({"conditions": (cond("Ready", reason=3),)}, "status.conditions[0].reason"),  # type: ignore[arg-type]
-        ({"conditions": (cond("Ready", at="yesterday"),)}, "status.conditions[0].lastTransitionTime"),
-        ({"conditions": (cond(""),)}, "status.conditions[0].type"),
-        ({"conditions": ("Ready",)}, "status.conditions[0]"),
-        ({"container_statuses": (cs("a"), cs("a"))}, "status.containerStatuses[1].name"),
-        ({"container_statuses": (cs("a").replace(ready="yes"),)}, "status.containerStatuses[0].ready"),
-        (
-            {"container_statuses": (cs("a").replace(restart_count=-1),)},
-            "status.containerStatuses[0].restartCount",
-        ),
-        (
-            {"container_statuses": (cs("a").replace(restart_count="1"),)},
-            "status.containerStatuses[0].restartCount",
-        ),
-        ({"container_statuses": (cs("a").replace(started="no"),)}, "status.containerStatuses[0].started"),
-        ({"container_statuses": (cs("a").replace(name=""),)}, "status.containerStatuses[0].name"),
-        (
-            {
-                "container_statuses": (
-                    cs("a"),
-                    cs("b", ContainerState(terminated=ContainerStateTerminated(exit_code="1"))),
-                ),
-            },  # type: ignore[arg-type]
-            "status.containerStatuses[1].state.terminated.exitCode",
-        ),
-        (
-            {
-                "container_statuses": (
-                    cs("a", last_state=ContainerState(running=ContainerStateRunning(started_at="now"))),
-                )
-            },  # type: ignore[arg-type]
-            "status.containerStatuses[0].lastState.running.startedAt",
-        ),
-        ({"init_container_statuses": (cs("i"), cs("i"))}, "status.initContainerStatuses[1].name"),
-        (
-            {"ephemeral_container_statuses": (cs("e").replace(ready=1),)},
-            "status.ephemeralContainerStatuses[0].ready",
-        ),
-        ({"container_statuses": {"a": cs("a")}}, "status.containerStatuses"),
-    ],
-)
-def test_validate_names_the_field(change: dict[str, Any], path: str) -> None:
-    bad = _good().replace(**change)
-    with pytest.raises(InvalidObjectError) as info:
-        validate_status(bad)
-    assert info.value.path == path
-    assert path in str(info.value)
-    assert isinstance(info.value, ValueError)
-
-
-def test_validate_refuses_what_is_not_a_status() -> None:
-    with pytest.raises(InvalidObjectError):
-        validate_status({"phase": "Running"})
-
-
 # --- SPEC 4.2 steps 3 and 5 (no pure helper: through a manager without an API client) --------------
 
 
@@ -1050,40 +969,3 @@ def test_merge_keeps_status_fields_this_library_does_not_know() -> None:
     mine = PodStatus.from_dict({"phase": "Running", "otherFuture": 3})
     merged = merge_pod_status(api, mine, False, datetime(2026, 1, 1, tzinfo=UTC))
     assert merged.to_dict() == {"phase": "Running", "futureField": {"a": 1}, "otherFuture": 3}
-
-
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [("restart_count", 2**31), ("restart_count", -1), ("restart_count", 2**70)],
-)
-def test_validate_refuses_numbers_the_api_server_refuses(field: str, value: int) -> None:
-    from podstatus.statusutil import validate_status
-    from podstatus.types import ContainerStatus
-
-    status = PodStatus(container_statuses=(ContainerStatus(name="a", **{field: value}),))
-    with pytest.raises(InvalidObjectError) as info:
-        validate_status(status)
-    assert info.value.path == "status.containerStatuses[0].restartCount"
-
-
-def test_validate_skips_only_parts_that_are_the_known_objects() -> None:
-    from podstatus.statusutil import validate_status
-    from podstatus.types import ContainerStatus
-
-    good = ContainerStatus(name="a", ready=True)
-    known = PodStatus(container_statuses=(good,), conditions=(PodCondition(type="Ready", status="True"),))
-    validate_status(known)
-    # A new element next to a known one is checked...
-    with pytest.raises(InvalidObjectError) as info:
-        validate_status(
-            known.replace(container_statuses=(good, ContainerStatus(name="b", ready="yes"))), known
-        )  # type: ignore[arg-type]
-    assert info.value.path == "status.containerStatuses[1].ready"
-    # ...and so is a known element repeated under its own name.
-    with pytest.raises(InvalidObjectError, match="Duplicate"):
-        validate_status(known.replace(container_statuses=(good, good)), known)
-    with pytest.raises(InvalidObjectError) as info:
-        validate_status(
-            known.replace(conditions=(*known.conditions, PodCondition(type="X", status="Maybe"))), known
-        )
-    assert info.value.path == "status.conditions[1].status"

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 import pytest
 
 from podstatus.statusutil import (
-    check_container_state_transition,
     is_pod_status_by_kubelet_equal,
     merge_pod_status,
     normalize_status,
@@ -25,6 +24,7 @@ from podstatus.types import (
     PodSpec,
     PodStatus,
 )
+from podstatus.validation import check_container_state_transition
 
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 T1 = datetime(2024, 5, 1, 11, 0, 0, tzinfo=UTC)

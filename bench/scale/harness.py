@@ -65,7 +65,6 @@ try:  # an installed (or PYTHONPATH) podstatus first; this tree's otherwise
 except ImportError:
     sys.path.insert(0, str(ROOT / "src"))
 
-from podstatus.clients.base import RequestCounter  # noqa: E402
 from podstatus.clients.http import HttpKubeClient  # noqa: E402
 from podstatus.errors import (  # noqa: E402
     ApiError,
@@ -74,6 +73,7 @@ from podstatus.errors import (  # noqa: E402
     RequestTimeoutError,
     ServerTimeoutError,
 )
+from podstatus.requestcount import RequestCounter  # noqa: E402
 
 from . import kwok  # noqa: E402
 

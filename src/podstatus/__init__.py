@@ -52,13 +52,13 @@ from .errors import (
 from .manager import (
     Manager,
     ManagerOptions,
-    PodUpdateNotifier,
     SetPodStatusResult,
     SyncRecord,
     new_manager,
     volume_health_condition_sets_equal,
 )
 from .podmanager import BasicPodManager
+from .protocols import PodUpdateNotifier
 from .types import (
     Container,
     ContainerID,

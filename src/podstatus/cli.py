@@ -364,7 +364,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"[bold yellow]warning:[/] --host {args.host} is not a loopback address: "
             f"other machines can reach this server ({how})"
         )
-    from .server.store import WATCH_CACHE_MAX_CHANGES, WATCH_CACHE_MIN_CHANGES, WATCH_CACHE_SECONDS, Store
+    from .server.storage.store import Store
+    from .server.storage.tables import WATCH_CACHE_MAX_CHANGES, WATCH_CACHE_MIN_CHANGES, WATCH_CACHE_SECONDS
 
     # Watches resume from the window kube-apiserver's watch cache keeps; older ones get 410.
     store = Store(history_size=WATCH_CACHE_MIN_CHANGES, history_seconds=WATCH_CACHE_SECONDS,
@@ -418,9 +419,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from rich.live import Live
     from rich.markup import escape
 
-    from .clients.base import RequestCounter
     from .metrics import Metrics
     from .node.command import cluster_client, sync_connections
+    from .requestcount import RequestCounter
     from .simulator import Simulation, simulated_node_names
     from .workloads import builtin_mix, load_pod_files
 

@@ -3,7 +3,8 @@
 The kubelet asks its pod workers, volume manager and cgroup manager; a node
 agent written with this library knows its own runtime. Three providers:
 
-- :class:`PodDeletionSafety`, the protocol the status manager is given;
+- :class:`~podstatus.protocols.PodDeletionSafety`, the protocol the status manager is given
+  (declared with the others);
 - :class:`FakePodDeletionSafety`, a configurable fake for tests (it records calls);
 - :class:`StatusBasedDeletionSafety`, a real provider for agents that have no
   better source of truth: it judges from container statuses alone.
@@ -14,34 +15,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import Protocol, runtime_checkable
 
 from .types import ContainerStatus, Pod, PodStatus
 
 __all__ = [
     "FakePodDeletionSafety",
-    "PodDeletionSafety",
     "StatusBasedDeletionSafety",
 ]
 
 log = logging.getLogger(__name__)
 
 
-@runtime_checkable
-class PodDeletionSafety(Protocol):
-    """Tells the status manager when a terminated pod may be deleted from the API server."""
-
-    def pod_resources_are_reclaimed(self, pod: Pod, status: PodStatus) -> bool:
-        """True when the pod can safely be deleted: nothing of it is left on the node."""
-        ...
-
-    def pod_could_have_running_containers(self, pod: Pod) -> bool:
-        """True while any container of the pod may still run."""
-        ...
-
-
 class FakePodDeletionSafety:
-    """A :class:`PodDeletionSafety` whose answers tests set (the kubelet's fake provider).
+    """A :class:`~podstatus.protocols.PodDeletionSafety` whose answers tests set (the kubelet's fake provider).
 
     The defaults, resources reclaimed and nothing running, let the status
     manager delete pods as soon as the other conditions hold. Answers can be
@@ -109,7 +95,7 @@ def _is_done(status: ContainerStatus) -> bool:
 
 
 class StatusBasedDeletionSafety:
-    """A :class:`PodDeletionSafety` that judges from container statuses.
+    """A :class:`~podstatus.protocols.PodDeletionSafety` that judges from container statuses.
 
     - A pod *could have running containers* while any container status (init,
       regular or ephemeral) of its current status is running. The current

@@ -1,6 +1,6 @@
 """The pods a node runs, as the status manager sees them (SPEC 2.4).
 
-:class:`PodManager` is the narrow protocol the status manager is given;
+:class:`~podstatus.protocols.PodManager` is the narrow protocol the status manager is given;
 :class:`BasicPodManager` is a thread-safe in-memory implementation that mirrors
 the kubelet's ``pkg/kubelet/pod/pod_manager.go``.
 
@@ -16,11 +16,11 @@ import logging
 import sys
 import threading
 from collections.abc import Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import msgspec
 
-from .statusutil import ValuePool
+from .sharing import ValuePool
 from .types import Pod, PodSpec, PodStatus
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     "CONFIG_MIRROR_ANNOTATION_KEY",
     "CONFIG_SOURCE_ANNOTATION_KEY",
     "BasicPodManager",
-    "PodManager",
     "SharedParts",
     "is_mirror_pod",
     "is_static_pod",
@@ -209,33 +208,8 @@ def lean_pod(pod: Pod, like: Pod | None = None, status: PodStatus | None = None)
     return pod.replace(**changes) if changes else pod
 
 
-@runtime_checkable
-class PodManager(Protocol):
-    """What the status manager needs to know about the node's pods."""
-
-    def get_pod_by_uid(self, uid: str) -> Pod | None:
-        """The (non-mirror) pod with that UID."""
-        ...
-
-    def get_mirror_pod_by_pod(self, pod: Pod) -> Pod | None:
-        """The mirror pod of a static pod."""
-        ...
-
-    def translate_pod_uid(self, uid: str) -> str:
-        """A mirror pod's UID becomes its static pod's UID; any other UID is returned unchanged."""
-        ...
-
-    def get_uid_translations(self) -> tuple[dict[str, str], dict[str, str]]:
-        """``(pod_to_mirror, mirror_to_pod)``.
-
-        Every static pod UID maps to its mirror pod's UID, or to ``""`` when it
-        has no mirror pod yet; every known mirror UID maps to its static pod's UID.
-        """
-        ...
-
-
 class BasicPodManager:
-    """A thread-safe in-memory :class:`PodManager` with the kubelet's pod manager methods.
+    """A thread-safe in-memory :class:`~podstatus.protocols.PodManager` with the kubelet's pod manager methods.
 
     Mirror pods (annotation ``kubernetes.io/config.mirror``) are added like any
     pod; they are kept apart from the others and matched to static pods by

@@ -52,8 +52,8 @@ from .node.network import simulation_network
 from .node.provider import NodeDescription
 from .node.simulated import SimContainer, SimPod, SimulatedProvider, Timings
 from .podmanager import BasicPodManager
-from .statusutil import check_container_state_transition
 from .types import Pod
+from .validation import check_container_state_transition
 
 __all__ = [
     "RUN_LABEL",

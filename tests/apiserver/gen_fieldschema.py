@@ -1,8 +1,8 @@
-"""Regenerate src/podstatus/server/fieldschema.py from the OpenAPI v3 documents of k8s.io/kubernetes.
+"""Regenerate src/podstatus/server/fieldmanager/fieldschema.py from the OpenAPI v3 documents of k8s.io/kubernetes.
 
 Run after the apiserver module is downloaded (``tests/apiserver/start --build-only``)::
 
-    python tests/apiserver/gen_fieldschema.py > src/podstatus/server/fieldschema.py
+    python tests/apiserver/gen_fieldschema.py > src/podstatus/server/fieldmanager/fieldschema.py
 
 It keeps only what server-side apply needs: associative lists (keys and key defaults),
 sets, and atomic structs/maps, per field path of each served kind.

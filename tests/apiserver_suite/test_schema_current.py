@@ -30,7 +30,7 @@ def test_shipped_field_schema_is_what_the_generator_makes() -> None:
     ruff = Path(sys.executable).parent / "ruff"
     formatted = subprocess.run([str(ruff), "format", "--stdin-filename", "fieldschema.py", "-"], input=made,
                                capture_output=True, text=True, check=True, cwd=ROOT).stdout  # fmt: skip
-    assert formatted == (ROOT / "src/podstatus/server/fieldschema.py").read_text()
+    assert formatted == (ROOT / "src/podstatus/server/fieldmanager/fieldschema.py").read_text()
 
 
 def test_served_openapi_documents_are_the_pinned_kubernetes_ones() -> None:

@@ -9,15 +9,7 @@ from typing import Any
 
 import pytest
 
-from podstatus.clients import (
-    FakeKubeClient,
-    FakeNodeClient,
-    KubeClient,
-    NodeClient,
-    RequestCounter,
-    VersionedKubeClient,
-)
-from podstatus.clients.base import VERBS
+from podstatus.clients.fake import FakeKubeClient, FakeNodeClient
 from podstatus.errors import (
     BadRequestError,
     ConflictError,
@@ -26,6 +18,8 @@ from podstatus.errors import (
     UnprocessableEntityError,
 )
 from podstatus.patch import diff_pod_status, encode_patch
+from podstatus.protocols import KubeClient, NodeClient, VersionedKubeClient
+from podstatus.requestcount import VERBS, RequestCounter
 from podstatus.types import ObjectMeta, Pod, PodSpec, PodStatus
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)

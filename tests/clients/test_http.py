@@ -24,8 +24,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from podstatus.clients.http import HttpKubeClient, parse_retry_after, with_resource_version
+from podstatus.clients.http import HttpKubeClient
 from podstatus.clients.transport import CannotConnectError
+from podstatus.clients.wire import parse_retry_after, with_resource_version
 from podstatus.errors import (
     ApiError,
     ConflictError,
@@ -383,7 +384,7 @@ class _ChunkedResponse:
 
 @pytest.mark.parametrize("size", [1, 7, 100, 4096, 1 << 20])
 def test_watch_events_split_anywhere_across_chunks(size: int) -> None:
-    from podstatus.clients.http import PodWatch
+    from podstatus.clients.watch import PodWatch
 
     # An empty line between events is skipped; the last line may lack its newline.
     stream = b"\n".join(

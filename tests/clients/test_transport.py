@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from podstatus.clients.http import HttpKubeClient, _connection_error
+from podstatus.clients.http import HttpKubeClient
 from podstatus.clients.kubeconfig import ConnectionSettings
 from podstatus.clients.transport import CannotConnectError, ConnectionPool, Headers, NoFreeConnectionError
+from podstatus.clients.wire import connection_error
 from podstatus.errors import ConnectionFailedError, RequestTimeoutError
 from podstatus.server import EmbeddedApiServer
 
@@ -254,11 +255,11 @@ def test_every_connection_busy_is_a_timeout_naming_the_pool(serve: Callable[...,
 
 
 def test_a_full_pool_is_a_request_timeout_of_the_client() -> None:
-    error = _connection_error(NoFreeConnectionError("no free connection in 5 s"), "GET", "/p")
+    error = connection_error(NoFreeConnectionError("no free connection in 5 s"), "GET", "/p")
     assert isinstance(error, RequestTimeoutError) and "no free connection in the pool" in str(error)
-    refused = _connection_error(CannotConnectError("127.0.0.1:1: refused"), "GET", "/p")
+    refused = connection_error(CannotConnectError("127.0.0.1:1: refused"), "GET", "/p")
     assert isinstance(refused, ConnectionFailedError) and "cannot connect" in str(refused)
-    assert isinstance(_connection_error(TimeoutError("timed out"), "GET", "/p"), RequestTimeoutError)
+    assert isinstance(connection_error(TimeoutError("timed out"), "GET", "/p"), RequestTimeoutError)
 
 
 def test_headers_are_found_in_any_case() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from podstatus.clients.base import VersionedKubeClient
 from podstatus.clients.http import HttpKubeClient
 from podstatus.errors import ConflictError, NotFoundError, UnprocessableEntityError
+from podstatus.protocols import VersionedKubeClient
 from podstatus.types import Pod
 
 server_module = pytest.importorskip("podstatus.server")

@@ -16,10 +16,11 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from podstatus.clients import FakeNodeClient, NodeClient
 from podstatus.clients.embedded import EmbeddedClient
+from podstatus.clients.fake import FakeNodeClient
 from podstatus.clients.http import HttpKubeClient
 from podstatus.errors import ConflictError, NotFoundError, UnprocessableEntityError
+from podstatus.protocols import NodeClient
 from podstatus.server import EmbeddedApiServer
 from testkit import kubectl_path
 

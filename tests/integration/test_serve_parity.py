@@ -22,7 +22,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from podstatus.server import EmbeddedApiServer
-from podstatus.server.store import Store
+from podstatus.server.storage.store import Store
 from testkit import kubectl_path
 
 KUBECTL = kubectl_path()
@@ -250,7 +250,7 @@ def _watch_lines(server: EmbeddedApiServer, rv: int) -> tuple[int, list[dict[str
 def test_a_watch_from_before_the_kept_window_gets_one_410_error_event(tmp_path: Path) -> None:
     # `podstatus serve`'s window (kube-apiserver's watch cache): the newest 100 changes of a
     # resource and every change of the last 75 s. The store's clock dates the changes.
-    # (store.WATCH_CACHE_MIN_CHANGES, WATCH_CACHE_SECONDS, WATCH_CACHE_MAX_CHANGES, which cli.py uses.)
+    # (storage.tables.WATCH_CACHE_MIN_CHANGES, WATCH_CACHE_SECONDS, WATCH_CACHE_MAX_CHANGES, which cli.py uses.)
     now = [1_000_000.0]
     store = Store(history_size=100, history_seconds=75.0, max_history=100 * 1024, clock=lambda: now[0])
     with EmbeddedApiServer(token=TOKEN, tls=True, store=store) as server:

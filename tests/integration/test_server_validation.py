@@ -19,7 +19,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from podstatus.server import EmbeddedApiServer
-from podstatus.server.store import Store
+from podstatus.server.storage.store import Store
 
 NS = "valid"
 PODS = f"/api/v1/namespaces/{NS}/pods"

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from podstatus import cli
-from podstatus.clients.base import RequestCounter
 from podstatus.clients.http import HttpKubeClient
 from podstatus.node.heartbeat import LEASE_NAMESPACE, lease_info
+from podstatus.requestcount import RequestCounter
 from podstatus.server.http import EmbeddedApiServer
 from podstatus.simulator import Simulation, Timings, simulated_node_names
 from podstatus.workloads import builtin_mix

@@ -11,7 +11,7 @@ import pytest
 from mgrkit import World, make_pod, running_status, wait_for
 
 from podstatus import PodStatus
-from podstatus.syncpool import SyncPool
+from podstatus.scheduling import SyncPool
 
 
 @pytest.fixture(params=["own-threads", "pool"])

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from mgrkit import NOW, World, by_mode, cid, drain, make_pod, running_status, wait_for
 
-from podstatus import ConflictError, InternalServerError, PodStatus
+from podstatus import ConflictError, InternalServerError, Pod, PodStatus, new_manager
 
 # --- skip_get: write from the last pod known to be on the server ------------------------------
 
@@ -365,3 +365,37 @@ def test_never_two_syncs_of_one_pod_at_once(world: World) -> None:
     assert max(hook.max.values()) == 1, dict(hook.max)
     for p in pods:
         assert world.server_status(p).to_dict() == m.get_pod_status(p.uid).to_dict()  # type: ignore[union-attr]
+
+
+class PlainClient:
+    """Only the three methods of SPEC 2.4 (no ``resource_version``), served by the world's fake."""
+
+    def __init__(self, world: World) -> None:
+        self._client = world.client
+
+    def get_pod(self, namespace: str, name: str) -> Pod:
+        return self._client.get_pod(namespace, name)
+
+    def patch_pod_status(self, namespace: str, name: str, patch: bytes) -> Pod:
+        return self._client.patch_pod_status(namespace, name, patch)
+
+    def delete_pod(
+        self, namespace: str, name: str, *, grace_period_seconds: int | None, uid: str | None
+    ) -> None:
+        self._client.delete_pod(namespace, name, grace_period_seconds=grace_period_seconds, uid=uid)
+
+
+def test_skip_get_refuses_a_client_that_cannot_send_a_resource_version(world: World) -> None:
+    with pytest.raises(TypeError, match="resource_version"):
+        new_manager(PlainClient(world), world.pods, world.safety, skip_get=True)
+    with pytest.raises(TypeError, match="resource_version"):
+        new_manager(PlainClient(world), world.pods, world.safety, fast_path=True)
+
+
+def test_a_plain_client_syncs_the_kubelets_way(world: World) -> None:
+    pod = world.add(make_pod("a"))
+    m = new_manager(PlainClient(world), world.pods, world.safety)
+    m.set_pod_status(pod, running_status(pod))
+    assert m.sync_batch() == 1
+    assert world.verbs() == ["get", "patch"]
+    assert world.client.patches()[0]["metadata"] == {"uid": pod.uid}

@@ -10,7 +10,7 @@ import pytest
 from mgrkit import World, get_cond, make_pod, new_threads, running_status, wait_for
 
 from podstatus import BasicPodManager, new_manager
-from podstatus.syncpool import SyncPool
+from podstatus.scheduling import SyncPool
 
 
 def _on_server(world: World, pod: Any, manager: Any) -> bool:

@@ -38,7 +38,7 @@ from podstatus import (
     TooManyRequestsError,
     new_manager,
 )
-from podstatus import manager as manager_module
+from podstatus.manager import sync as manager_sync
 
 
 def _synced(world: World, mode: str, *names: str, **options: Any) -> tuple[Any, list[Any]]:
@@ -102,15 +102,15 @@ def test_sync_batch_all_reconciles_a_status_changed_behind_our_back(world: World
 
 
 def _count_compares(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the manager's kubelet-equality compares from now on."""
-    real = manager_module.is_pod_status_by_kubelet_equal
+    """Count the sync passes' kubelet-equality compares from now on."""
+    real = manager_sync.is_pod_status_by_kubelet_equal
     calls: list[int] = []
 
     def counting(old: PodStatus, new: PodStatus) -> bool:
         calls.append(1)
         return real(old, new)
 
-    monkeypatch.setattr(manager_module, "is_pod_status_by_kubelet_equal", counting)
+    monkeypatch.setattr(manager_sync, "is_pod_status_by_kubelet_equal", counting)
     return calls
 
 

@@ -13,7 +13,7 @@ from mgrkit import World, make_pod, new_threads, running_status, wait_for
 
 from podstatus import PodStatus
 from podstatus.clients.fake import FakeKubeClient
-from podstatus.syncpool import SyncPool
+from podstatus.scheduling import SyncPool
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from podstatus import BasicPodManager, Pod, PodCondition, PodStatus, new_manager
-from podstatus.clients.base import RequestCounter
 from podstatus.clients.http import HttpKubeClient
 from podstatus.deletion import FakePodDeletionSafety
+from podstatus.requestcount import RequestCounter
 from podstatus.server import EmbeddedApiServer
 
 NS = "v137"

@@ -19,7 +19,7 @@ from podstatus.clients.http import HttpKubeClient
 from podstatus.errors import InvalidObjectError
 from podstatus.node import FakeProvider, NodeAgent
 from podstatus.server.http import EmbeddedApiServer
-from podstatus.statusutil import MAX_POD_TERMINATION_MESSAGE_LOG_LENGTH, validate_status
+from podstatus.statusutil import MAX_POD_TERMINATION_MESSAGE_LOG_LENGTH
 from podstatus.types import (
     ContainerState,
     ContainerStateRunning,
@@ -28,6 +28,7 @@ from podstatus.types import (
     ContainerStatus,
     PodStatus,
 )
+from podstatus.validation import validate_status
 
 BIG = "é" * (5 * 1024 * 1024)  # 10 MB of UTF-8, two bytes a character
 

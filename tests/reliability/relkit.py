@@ -34,7 +34,8 @@ from podstatus.patch import (
     has_changes,
 )
 from podstatus.server.http import EmbeddedApiServer, Request, Response
-from podstatus.server.store import Store, Stored
+from podstatus.server.storage.objects import Stored
+from podstatus.server.storage.store import Store
 from podstatus.statusutil import merge_pod_status
 
 _POD_PATH = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?/?$")

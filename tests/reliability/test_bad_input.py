@@ -33,7 +33,7 @@ from podstatus import (
 from podstatus.clients.fake import FakeKubeClient
 from podstatus.deletion import FakePodDeletionSafety
 from podstatus.server.http import MAX_BODY_BYTES, ApiHandler, EmbeddedApiServer, Request
-from podstatus.server.store import Store
+from podstatus.server.storage.store import Store
 from podstatus.types import (
     Container,
     ContainerStateTerminated,

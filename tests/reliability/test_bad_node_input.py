@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from podstatus.server.http import ApiHandler, Request
-from podstatus.server.store import Store
+from podstatus.server.storage.store import Store
 
 PATHS = {
     "events": "/api/v1/namespaces/default/events",

@@ -1,4 +1,4 @@
-"""managedFields and server-side apply in the embedded server's store (podstatus.server.apply)."""
+"""managedFields and server-side apply in the embedded server's store (podstatus.server.fieldmanager.apply)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from podstatus.errors import ApiError, BadRequestError, ConflictError, NotFoundError, UnprocessableEntityError
-from podstatus.server import apply as A
-from podstatus.server.store import Store, WriteOptions
+from podstatus.server.fieldmanager import apply as A
+from podstatus.server.fieldmanager import options as O
+from podstatus.server.storage.objects import WriteOptions
+from podstatus.server.storage.store import Store
 
 CONFIG = """\
 apiVersion: v1
@@ -360,21 +362,21 @@ def test_managed_fields_can_be_turned_off(clock: Clock) -> None:
 
 
 def test_manager_from_user_agent_and_field_manager_checks() -> None:
-    assert A.manager_or_user_agent("mine", "kubectl/v1.37") == "mine"
-    assert A.manager_or_user_agent(None, "kubectl/v1.37.2 (linux/amd64) kubernetes/abc") == "kubectl"
-    assert A.manager_or_user_agent("", "podstatus/0.1") == "podstatus"
-    assert A.manager_or_user_agent(None, "a\x07b/1") == "ab"  # unprintable characters dropped
-    assert A.manager_or_user_agent(None, "x" * 200) == "x" * 128
-    A.validate_field_manager("POST", "m" * 128, apply=False, force=None)
+    assert O.manager_or_user_agent("mine", "kubectl/v1.37") == "mine"
+    assert O.manager_or_user_agent(None, "kubectl/v1.37.2 (linux/amd64) kubernetes/abc") == "kubectl"
+    assert O.manager_or_user_agent("", "podstatus/0.1") == "podstatus"
+    assert O.manager_or_user_agent(None, "a\x07b/1") == "ab"  # unprintable characters dropped
+    assert O.manager_or_user_agent(None, "x" * 200) == "x" * 128
+    O.validate_field_manager("POST", "m" * 128, apply=False, force=None)
     with pytest.raises(UnprocessableEntityError) as info:
-        A.validate_field_manager("POST", "m" * 129, apply=False, force=None)
+        O.validate_field_manager("POST", "m" * 129, apply=False, force=None)
     assert info.value.message == (
         'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes'
     )
     with pytest.raises(
         UnprocessableEntityError, match="force: Forbidden: may not be specified for non-apply patch"
     ):
-        A.validate_field_manager("PATCH", None, apply=False, force="true")
+        O.validate_field_manager("PATCH", None, apply=False, force="true")
 
 
 def test_leases_apply_in_their_group_and_converted_events_refuse(store: Store) -> None:

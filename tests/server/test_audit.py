@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import urllib3
 
-from podstatus.clients.base import RequestCounter
 from podstatus.clients.http import HttpKubeClient
 from podstatus.errors import NotFoundError
+from podstatus.requestcount import RequestCounter
 from podstatus.server import EmbeddedApiServer
 from podstatus.server.audit import request_attributes
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from podstatus.clients.base import KubeClient
 from podstatus.clients.embedded import EmbeddedClient
 from podstatus.errors import ConflictError, NotFoundError
-from podstatus.server.store import Store
+from podstatus.protocols import KubeClient
+from podstatus.server.storage.store import Store
 from podstatus.types import Pod
 
 POD = {

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from podstatus.server import fieldsets as fs
-from podstatus.server.apply import schema_for
-from podstatus.server.fieldsets import FieldSetError, Schema
+from podstatus.server.fieldmanager import fieldsets as fs
+from podstatus.server.fieldmanager.apply import schema_for
+from podstatus.server.fieldmanager.fieldsets import FieldSetError, Schema
 
 POD = schema_for("Pod")
 

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from podstatus.server.http import ApiHandler, Request, Response
-from podstatus.server.store import Store
+from podstatus.server.storage.store import Store
 
 POD = {"metadata": {"name": "p"}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i:1"}]}}
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

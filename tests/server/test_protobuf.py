@@ -12,7 +12,7 @@ import pytest
 
 from podstatus.server import protobuf
 from podstatus.server.http import ApiHandler, Request
-from podstatus.server.store import Store
+from podstatus.server.storage.store import Store
 
 PB = protobuf.PROTOBUF
 

@@ -1,10 +1,10 @@
-"""podstatus.server.schema: known fields, Go's number conversions, Swagger definitions."""
+"""podstatus.server.fieldmanager.schema: known fields, Go's number conversions, Swagger definitions."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from podstatus.server import schema
+from podstatus.server.fieldmanager import schema
 
 
 def test_prune_lists_and_removes_unknown_fields_in_document_order() -> None:

@@ -15,7 +15,8 @@ from podstatus.errors import (
     UnprocessableEntityError,
     UnsupportedMediaTypeError,
 )
-from podstatus.server.store import Store
+from podstatus.server.registry.pods import bind
+from podstatus.server.storage.store import Store
 
 
 class Clock:
@@ -345,9 +346,9 @@ def test_finalizers_hold_deletion(store: Store) -> None:
 
 def test_binding(store: Store) -> None:
     store.create("pods", "default", pod(node=None))
-    assert store.bind("default", "p", "n9").obj["spec"]["nodeName"] == "n9"
+    assert bind(store, "default", "p", "n9").obj["spec"]["nodeName"] == "n9"
     with pytest.raises(ConflictError):
-        store.bind("default", "p", "n8")
+        bind(store, "default", "p", "n8")
 
 
 def test_watch_initial_then_changes(store: Store) -> None:

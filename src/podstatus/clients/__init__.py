@@ -1,34 +1,7 @@
-"""Kubernetes clients implementing the kube client protocol of SPEC 2.4."""
+"""Kubernetes clients implementing the protocols of :mod:`podstatus.protocols` (SPEC 2.4, 5).
 
-from typing import TYPE_CHECKING
-
-from .base import (
-    PATCH_CONTENT_TYPE,
-    VERBS,
-    KubeClient,
-    NodeClient,
-    RequestCounter,
-    VersionedKubeClient,
-)
-from .fake import FakeKubeClient, FakeNodeClient
-
-__all__ = [
-    "PATCH_CONTENT_TYPE",
-    "VERBS",
-    "FakeKubeClient",
-    "FakeNodeClient",
-    "KubeClient",
-    "NodeClient",
-    "RequestCounter",
-    "VersionedKubeClient",
-]
-
-if TYPE_CHECKING:
-    from .embedded import EmbeddedClient
-    from .http import HttpKubeClient
-
-    def _implement_node_client(
-        http: HttpKubeClient, embedded: EmbeddedClient, fake: FakeNodeClient
-    ) -> tuple[NodeClient, NodeClient, NodeClient]:
-        # mypy checks here that every client has the whole NodeClient protocol, signatures included.
-        return http, embedded, fake
+``http`` talks to a real API server, ``embedded`` binds to the embedded one
+(:mod:`podstatus.server`), ``fake`` records every request for tests. The
+package imports none of them, so a client for a real cluster never loads the
+embedded server.
+"""

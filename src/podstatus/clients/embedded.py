@@ -16,10 +16,13 @@ from typing import Any
 import msgspec
 
 from ..errors import BadRequestError
+from ..requestcount import RequestCounter
 from ..server.http import EmbeddedApiServer
-from ..server.store import STRATEGIC_MERGE_PATCH, Store, Watch
+from ..server.registry.pods import bind
+from ..server.storage.decoding import STRATEGIC_MERGE_PATCH
+from ..server.storage.store import Store
+from ..server.storage.watch import Watch
 from ..types import Pod
-from .base import RequestCounter
 
 __all__ = ["EmbeddedClient"]
 
@@ -129,7 +132,7 @@ class EmbeddedClient:
     def bind_pod(self, namespace: str, name: str, node_name: str) -> Pod:
         """Set the node of an unbound pod (``pods/binding``)."""
         self.counter.inc("create")
-        return _pod(self.store.bind(namespace, name, node_name).pod)
+        return _pod(bind(self.store, namespace, name, node_name).pod)
 
     def list_pods(
         self,

@@ -19,9 +19,8 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..conditions import is_terminal_phase
 from ..errors import (
     BadRequestError,
     ConflictError,
@@ -30,11 +29,11 @@ from ..errors import (
     UnprocessableEntityError,
 )
 from ..patch import PatchError, apply_strategic_merge_patch
+from ..requestcount import RequestCounter
+from ..server.storage.store import Store
 from ..types import Pod
-from .base import RequestCounter
-
-if TYPE_CHECKING:
-    from ..server.store import Store
+from ..validation import terminal_phase_errors
+from .embedded import EmbeddedClient
 
 __all__ = ["FakeKubeClient", "FakeNodeClient", "Request", "RequestHook"]
 
@@ -151,7 +150,7 @@ class _Recorder:
 
 
 class FakeKubeClient(_Recorder):
-    """An in-memory :class:`~podstatus.clients.base.VersionedKubeClient` for tests. Thread-safe.
+    """An in-memory :class:`~podstatus.protocols.VersionedKubeClient` for tests. Thread-safe.
 
     - ``patch_pod_status`` applies the strategic merge patch to ``status``
       only (the ``pods/status`` subresource ignores the rest), after checking
@@ -387,12 +386,10 @@ class FakeKubeClient(_Recorder):
 
     @staticmethod
     def _validate_status_update(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
-        old_phase, new_phase = old.get("phase"), new.get("phase")
-        if is_terminal_phase(old_phase) and not is_terminal_phase(new_phase):
-            raise UnprocessableEntityError(
-                f'Pod "{name}" is invalid: status.phase: Forbidden: cannot transition from '
-                f"a terminal phase {old_phase} to a non-terminal phase {new_phase or '(empty)'}"
-            )
+        # The embedded API server's rule, from the one home of status validation.
+        errors = terminal_phase_errors(old, new)
+        if errors:
+            raise UnprocessableEntityError(f'Pod "{name}" is invalid: {errors[0]}')
 
 
 def _body(value: Any) -> Any:
@@ -408,10 +405,10 @@ def _body(value: Any) -> Any:
 
 
 class FakeNodeClient(_Recorder):
-    """An in-memory :class:`~podstatus.clients.base.NodeClient` that records every request.
+    """An in-memory :class:`~podstatus.protocols.NodeClient` that records every request.
 
     For tests of a node agent (STYLE 10). Requests are served by an
-    embedded :class:`~podstatus.server.store.Store` (``store``, made when not
+    embedded :class:`~podstatus.server.storage.store.Store` (``store``, made when not
     given), so they mean what they mean on the embedded API server:
     validation, resourceVersion preconditions, Event conversion, watch events.
     Each request is recorded in :attr:`requests` as ``(verb, resource,
@@ -424,10 +421,6 @@ class FakeNodeClient(_Recorder):
 
     def __init__(self, store: Store | None = None, *, counter: RequestCounter | None = None) -> None:
         super().__init__(counter)
-        # Imported here: the server package imports this one's base module.
-        from ..server.store import Store
-        from .embedded import EmbeddedClient
-
         self.store = store if store is not None else Store()
         # Serves the requests; it counts on a private counter (this fake counts its own).
         self._client = EmbeddedClient(self.store)

@@ -18,37 +18,26 @@ new credentials.
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import os
-import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import msgspec
 import urllib3
-from urllib3.exceptions import (
-    ConnectTimeoutError,
-    EmptyPoolError,
-    NewConnectionError,
-    ReadTimeoutError,
-    SSLError,
-)
 
 from ..errors import (
     ApiError,
     ConnectionFailedError,
     InvalidObjectError,
-    RequestTimeoutError,
-    api_error_from_status,
 )
+from ..protocols import PATCH_CONTENT_TYPE
+from ..requestcount import RequestCounter
 from ..types import Pod
-from .base import PATCH_CONTENT_TYPE, RequestCounter
 from .kubeconfig import (
     ConfigAuth,
     Configuration,
@@ -59,9 +48,23 @@ from .kubeconfig import (
     load_kubeconfig_configuration,
     settings_from_configuration,
 )
-from .transport import CannotConnectError, ConnectionPool, NoFreeConnectionError, Response
+from .transport import ConnectionPool, Response
+from .watch import PodWatch
+from .wire import (
+    connection_error,
+    decode_object,
+    decode_pod,
+    event_path,
+    http_error,
+    lease_path,
+    never_sent,
+    node_path,
+    pod_path,
+    pods_path,
+    with_resource_version,
+)
 
-__all__ = ["DEFAULT_TIMEOUT", "HttpKubeClient", "PodWatch"]
+__all__ = ["DEFAULT_TIMEOUT", "HttpKubeClient"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +73,6 @@ DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)
 USER_AGENT = "podstatus/0.1"
 STRATEGIC_MERGE_PATCH = PATCH_CONTENT_TYPE
 JSON = "application/json"
-_POLL_STOP = 0.25  # how often a watch's stopper thread looks at the caller's stop event
 
 _json_decode = msgspec.json.decode
 _json_encode = msgspec.json.encode
@@ -155,122 +157,6 @@ def _timeout(timeout: float | tuple[float, float] | urllib3.Timeout) -> urllib3.
 
 def _seconds(value: Any, default: float) -> float:
     return float(value) if isinstance(value, int | float) else default
-
-
-def _q(segment: str) -> str:
-    return quote(segment, safe="")
-
-
-def _pod_path(namespace: str, name: str) -> str:
-    return f"/api/v1/namespaces/{_q(namespace)}/pods/{_q(name)}"
-
-
-def _pods_path(namespace: str | None) -> str:
-    return "/api/v1/pods" if namespace is None else f"/api/v1/namespaces/{_q(namespace)}/pods"
-
-
-def _node_path(name: str) -> str:
-    return f"/api/v1/nodes/{_q(name)}"
-
-
-def _lease_path(namespace: str, name: str | None = None) -> str:
-    path = f"/apis/coordination.k8s.io/v1/namespaces/{_q(namespace)}/leases"
-    return path if name is None else f"{path}/{_q(name)}"
-
-
-def _event_path(namespace: str, name: str | None = None) -> str:
-    path = f"/api/v1/namespaces/{_q(namespace)}/events"
-    return path if name is None else f"{path}/{_q(name)}"
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta seconds or an HTTP date); ``None`` if absent or bad."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _connection_error(exc: BaseException, method: str, path: str) -> ApiError:
-    """The podstatus error for a transport, urllib3 or socket failure (the caller chains ``exc``)."""
-    where = f"{method} {path}"
-    if isinstance(exc, NewConnectionError | CannotConnectError):
-        return ConnectionFailedError(f"{where}: cannot connect: {exc}")
-    if isinstance(exc, EmptyPoolError | NoFreeConnectionError):
-        return RequestTimeoutError(f"{where}: no free connection in the pool: {exc}")
-    if isinstance(exc, ReadTimeoutError | ConnectTimeoutError | TimeoutError):
-        return RequestTimeoutError(f"{where}: timed out: {exc}")
-    if isinstance(exc, SSLError | ssl.SSLError):
-        return ConnectionFailedError(f"{where}: TLS error: {exc}")
-    return ConnectionFailedError(f"{where}: connection failed: {exc}")
-
-
-def _never_sent(exc: BaseException) -> bool:
-    """A failure before the request left: no connection, or a server certificate not trusted.
-
-    Only these are retried after a kubeconfig reload; a reset may come after the server
-    acted, and the caller owns that retry.
-    """
-    if isinstance(exc, NewConnectionError | CannotConnectError | ssl.SSLCertVerificationError):
-        return True
-    if isinstance(exc, SSLError):
-        cause = exc.args[0] if exc.args else None
-        return isinstance(cause, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(exc)
-    return False
-
-
-def _http_error(
-    status: int, reason: str | None, headers: Any, data: bytes, method: str, path: str
-) -> ApiError:
-    """The podstatus error for a non-2xx answer, from its ``Status`` body when it has one."""
-    content_type = str(headers.get("Content-Type", ""))
-    body: Any = None
-    if "json" in content_type and data:
-        try:
-            body = _json_decode(data)
-        except msgspec.DecodeError:
-            body = None
-    message = f"{method} {path}: HTTP {status} {reason or ''}".rstrip()
-    if not isinstance(body, dict) and data:
-        text = data[:200].decode("utf-8", "replace").strip()
-        if text:
-            message = f"{message}: {text}"
-    return api_error_from_status(
-        status, body, retry_after=parse_retry_after(headers.get("Retry-After")), default_message=message
-    )
-
-
-def _decode_pod(data: bytes, method: str, path: str, status: int) -> Pod:
-    try:
-        return Pod.from_json(data)
-    except InvalidObjectError as exc:
-        raise ApiError(
-            f"{method} {path}: invalid pod in the answer: {exc}", code=status, reason="InvalidResponse"
-        ) from exc
-
-
-def _decode_object(data: bytes, method: str, path: str, status: int) -> dict[str, Any]:
-    try:
-        obj = _json_decode(data)
-    except msgspec.DecodeError as exc:
-        raise ApiError(
-            f"{method} {path}: malformed JSON in the answer: {exc}", code=status, reason="InvalidResponse"
-        ) from exc
-    if not isinstance(obj, dict):
-        raise ApiError(
-            f"{method} {path}: expected a JSON object in the answer", code=status, reason="InvalidResponse"
-        )
-    return obj
 
 
 class HttpKubeClient:
@@ -490,13 +376,13 @@ class HttpKubeClient:
             try:
                 resp = self._send(method, url, body, headers, stream=stream, timeout=timeout)
             except (urllib3.exceptions.HTTPError, OSError) as exc:
-                error = _connection_error(exc, method, path)
+                error = connection_error(exc, method, path)
                 if logger.isEnabledFor(_DEBUG):
                     _log(verb, method, path, 0, start, error=type(exc).__name__)
                 if (
                     self._auth is not None
                     and not retried
-                    and _never_sent(exc)
+                    and never_sent(exc)
                     and self._auth.after_connection_failure()
                 ):
                     # The kubeconfig was rewritten (a restarted server): once more, with it.
@@ -515,7 +401,7 @@ class HttpKubeClient:
                 if retry:
                     retried = True
                     continue
-            raise _http_error(status, resp.reason, resp.headers, data, method, path)
+            raise http_error(status, resp.reason, resp.headers, data, method, path)
 
     @staticmethod
     def _read_error_body(
@@ -537,9 +423,9 @@ class HttpKubeClient:
 
     def get_pod(self, namespace: str, name: str) -> Pod:
         """The pod; :class:`NotFoundError` when there is none."""
-        path = _pod_path(namespace, name)
+        path = pod_path(namespace, name)
         resp = self._request("get", "GET", path)
-        return _decode_pod(resp.data, "GET", path, resp.status)
+        return decode_pod(resp.data, "GET", path, resp.status)
 
     def patch_pod_status(
         self, namespace: str, name: str, patch: bytes, *, resource_version: str | None = None
@@ -551,17 +437,17 @@ class HttpKubeClient:
         """
         if resource_version is not None:
             patch = with_resource_version(patch, resource_version)
-        path = _pod_path(namespace, name) + "/status"
+        path = pod_path(namespace, name) + "/status"
         resp = self._request("patch", "PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH)
-        return _decode_pod(resp.data, "PATCH", path, resp.status)
+        return decode_pod(resp.data, "PATCH", path, resp.status)
 
     def patch_pod(
         self, namespace: str, name: str, patch: bytes, *, content_type: str = STRATEGIC_MERGE_PATCH
     ) -> Pod:
         """Patch the pod itself (labels, annotations, finalizers...)."""
-        path = _pod_path(namespace, name)
+        path = pod_path(namespace, name)
         resp = self._request("patch", "PATCH", path, body=patch, content_type=content_type)
-        return _decode_pod(resp.data, "PATCH", path, resp.status)
+        return decode_pod(resp.data, "PATCH", path, resp.status)
 
     def delete_pod(
         self, namespace: str, name: str, *, grace_period_seconds: int | None = None, uid: str | None = None
@@ -573,7 +459,7 @@ class HttpKubeClient:
         if uid:
             options["preconditions"] = {"uid": uid}
         self._request(
-            "delete", "DELETE", _pod_path(namespace, name), body=_json_encode(options), content_type=JSON
+            "delete", "DELETE", pod_path(namespace, name), body=_json_encode(options), content_type=JSON
         )
 
     def create_pod(self, pod: Pod | Mapping[str, Any], namespace: str | None = None) -> Pod:
@@ -585,9 +471,9 @@ class HttpKubeClient:
             body = _json_encode(pod)
             meta = pod.get("metadata") or {}
             namespace = namespace or meta.get("namespace")
-        path = _pods_path(namespace or "default")
+        path = pods_path(namespace or "default")
         resp = self._request("create", "POST", path, body=body, content_type=JSON)
-        return _decode_pod(resp.data, "POST", path, resp.status)
+        return decode_pod(resp.data, "POST", path, resp.status)
 
     def list_pods(
         self,
@@ -601,7 +487,7 @@ class HttpKubeClient:
 
         With ``limit``, the list is fetched in pages of that size (one request per page).
         """
-        path = _pods_path(namespace)
+        path = pods_path(namespace)
         query: dict[str, str | int] = {}
         if label_selector:
             query["labelSelector"] = label_selector
@@ -612,7 +498,7 @@ class HttpKubeClient:
         pods: list[Pod] = []
         while True:
             resp = self._request("list", "GET", path, query=query)
-            body = _decode_object(resp.data, "GET", path, resp.status)
+            body = decode_object(resp.data, "GET", path, resp.status)
             meta = body.get("metadata") or {}
             try:
                 pods.extend(Pod.from_dict(item) for item in body.get("items") or ())
@@ -642,7 +528,7 @@ class HttpKubeClient:
         server ends the watch (``timeout_seconds``) or ``stop_event`` is set; it raises
         :class:`GoneError` when ``resource_version`` is too old (relist, then watch again).
         """
-        path = _pods_path(namespace)
+        path = pods_path(namespace)
         query: dict[str, str | int] = {"watch": "true", "allowWatchBookmarks": "true"}
         if label_selector:
             query["labelSelector"] = label_selector
@@ -666,9 +552,9 @@ class HttpKubeClient:
         return self._create_object("/api/v1/nodes", node)
 
     def get_node(self, name: str) -> dict[str, Any]:
-        path = _node_path(name)
+        path = node_path(name)
         resp = self._request("get", "GET", path)
-        return _decode_object(resp.data, "GET", path, resp.status)
+        return decode_object(resp.data, "GET", path, resp.status)
 
     def list_nodes(
         self, *, label_selector: str | None = None, field_selector: str | None = None
@@ -683,76 +569,58 @@ class HttpKubeClient:
 
     def patch_node(self, name: str, patch: bytes) -> dict[str, Any]:
         """Apply a strategic merge patch to the Node (labels, ``spec.taints``, ``spec.unschedulable``)."""
-        return self._patch_object(_node_path(name), patch)
+        return self._patch_object(node_path(name), patch)
 
     def patch_node_status(self, name: str, patch: bytes) -> dict[str, Any]:
         """Apply a strategic merge patch to ``nodes/status`` (heartbeats, conditions, capacity)."""
-        return self._patch_object(_node_path(name) + "/status", patch)
+        return self._patch_object(node_path(name) + "/status", patch)
 
     def delete_node(self, name: str) -> None:
-        self._request("delete", "DELETE", _node_path(name))
+        self._request("delete", "DELETE", node_path(name))
 
     # -- leases and events -------------------------------------------------------------
 
     def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
-        path = _lease_path(namespace, name)
+        path = lease_path(namespace, name)
         resp = self._request("get", "GET", path)
-        return _decode_object(resp.data, "GET", path, resp.status)
+        return decode_object(resp.data, "GET", path, resp.status)
 
     def create_lease(self, namespace: str, lease: Mapping[str, Any]) -> dict[str, Any]:
-        return self._create_object(_lease_path(namespace), lease)
+        return self._create_object(lease_path(namespace), lease)
 
     def update_lease(self, namespace: str, name: str, lease: Mapping[str, Any]) -> dict[str, Any]:
         """PUT the Lease; its ``metadata.resourceVersion`` is a precondition (:class:`ConflictError`)."""
-        path = _lease_path(namespace, name)
+        path = lease_path(namespace, name)
         resp = self._request("update", "PUT", path, body=_json_encode(lease), content_type=JSON)
-        return _decode_object(resp.data, "PUT", path, resp.status)
+        return decode_object(resp.data, "PUT", path, resp.status)
 
     def create_event(self, namespace: str, event: Mapping[str, Any]) -> dict[str, Any]:
         """Create a core/v1 Event (the kubelet's recorder writes these)."""
-        return self._create_object(_event_path(namespace), event)
+        return self._create_object(event_path(namespace), event)
 
     def patch_event(self, namespace: str, name: str, patch: bytes) -> dict[str, Any]:
         """Strategic merge patch of a core/v1 Event (a repeat: ``count``, ``lastTimestamp``, ``series``)."""
-        return self._patch_object(_event_path(namespace, name), patch)
+        return self._patch_object(event_path(namespace, name), patch)
 
     def _create_object(self, path: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         resp = self._request("create", "POST", path, body=_json_encode(obj), content_type=JSON)
-        return _decode_object(resp.data, "POST", path, resp.status)
+        return decode_object(resp.data, "POST", path, resp.status)
 
     def _patch_object(self, path: str, patch: bytes) -> dict[str, Any]:
         resp = self._request("patch", "PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH)
-        return _decode_object(resp.data, "PATCH", path, resp.status)
+        return decode_object(resp.data, "PATCH", path, resp.status)
 
     def _list_objects(self, path: str, query: dict[str, str | int]) -> tuple[list[dict[str, Any]], str]:
         items: list[dict[str, Any]] = []
         while True:
             resp = self._request("list", "GET", path, query=query)
-            body = _decode_object(resp.data, "GET", path, resp.status)
+            body = decode_object(resp.data, "GET", path, resp.status)
             meta = body.get("metadata") or {}
             items.extend(item for item in body.get("items") or () if isinstance(item, dict))
             token = meta.get("continue")
             if not token:
                 return items, str(meta.get("resourceVersion") or "")
             query["continue"] = token
-
-
-def with_resource_version(patch: bytes, resource_version: str) -> bytes:
-    """The patch with ``metadata.resourceVersion`` set (an optimistic-concurrency precondition)."""
-    try:
-        doc = _json_decode(patch)
-    except msgspec.DecodeError as exc:
-        raise InvalidObjectError(f"invalid patch: malformed JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise InvalidObjectError("invalid patch: expected a JSON object")
-    meta = doc.get("metadata")
-    if meta is None:
-        doc["metadata"] = {"resourceVersion": resource_version}
-    elif isinstance(meta, dict):
-        meta["resourceVersion"] = resource_version
-    else:
-        raise InvalidObjectError("invalid patch: metadata must be an object", path="metadata")
-    return _json_encode(doc)
 
 
 def _log(verb: str, method: str, path: str, code: int, start: float, *, error: str | None = None) -> None:
@@ -769,138 +637,3 @@ def _log(verb: str, method: str, path: str, code: int, start: float, *, error: s
     else:
         extra["error"] = error
         logger.debug("%s %s -> %s (%.1f ms)", method, path, error, duration_ms, extra=extra)
-
-
-class PodWatch(Iterator[tuple[str, Pod]]):
-    """The events of one watch request: ``(type, pod)`` with type ADDED, MODIFIED or DELETED.
-
-    ``resource_version`` is the last one seen (bookmarks included): pass it to the next
-    ``watch_pods`` to resume. Close it (or use it as a context manager) to end the watch
-    early; ``stop_event`` ends it from another thread, even while it waits for data.
-    """
-
-    def __init__(
-        self,
-        resp: urllib3.BaseHTTPResponse,
-        path: str,
-        resource_version: str | None,
-        stop_event: threading.Event | None,
-    ) -> None:
-        self.resource_version = resource_version
-        self._resp = resp
-        self._path = path
-        self._buffer = b""
-        self._closed = False
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._stop = stop_event
-        if stop_event is not None:
-            threading.Thread(
-                target=_stopper,
-                args=(resp, stop_event, self._done, self._lock),
-                name="podwatch-stop",
-                daemon=True,
-            ).start()
-
-    def __iter__(self) -> Self:
-        return self
-
-    def __next__(self) -> tuple[str, Pod]:
-        while True:
-            line = self._next_line()
-            if line is None:
-                self.close()
-                raise StopIteration
-            if not line.strip():
-                continue
-            try:
-                event = _json_decode(line)
-                kind = event["type"]
-                obj = event["object"]
-            except (msgspec.DecodeError, KeyError, TypeError) as exc:
-                self.close()
-                raise ApiError(f"watch {self._path}: malformed event: {line[:200]!r}", code=200) from exc
-            if kind == "ERROR":
-                self.close()
-                code = obj.get("code", 500) if isinstance(obj, dict) else 500
-                raise api_error_from_status(
-                    int(code), obj, default_message=f"watch {self._path}: error event"
-                )
-            meta = obj.get("metadata") if isinstance(obj, dict) else None
-            if isinstance(meta, dict) and meta.get("resourceVersion"):
-                self.resource_version = str(meta["resourceVersion"])
-            if kind == "BOOKMARK":
-                continue
-            try:
-                return kind, Pod.from_dict(obj)
-            except InvalidObjectError as exc:
-                self.close()
-                raise ApiError(
-                    f"watch {self._path}: invalid pod in a {kind} event: {exc}",
-                    code=200,
-                    reason="InvalidResponse",
-                ) from exc
-
-    def _next_line(self) -> bytes | None:
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = self._buffer[:end]
-                self._buffer = self._buffer[end + 1 :]
-                return line
-            if self._closed or (self._stop is not None and self._stop.is_set()):
-                return None
-            try:
-                chunk = self._resp.read1(64 * 1024)
-            except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
-                if self._closed or (self._stop is not None and self._stop.is_set()):
-                    return None
-                self.close()
-                raise _connection_error(exc, "GET", f"{self._path} (watch)") from exc
-            if not chunk:
-                if self._buffer:
-                    line, self._buffer = self._buffer, b""
-                    return line
-                return None
-            self._buffer += chunk
-
-    def close(self) -> None:
-        """End the watch and drop its connection (unread events cannot be left on a reused one)."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._done.set()
-            try:
-                self._resp.close()
-                self._resp.release_conn()
-            except Exception:  # closing must not fail
-                logger.debug("closing a watch response failed", exc_info=True)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if not getattr(self, "_closed", True):
-            self.close()
-
-
-def _stopper(
-    resp: urllib3.BaseHTTPResponse, stop_event: threading.Event, done: threading.Event, lock: threading.Lock
-) -> None:
-    """Wake a watch blocked on reading when the caller's ``stop_event`` is set."""
-    while not stop_event.wait(_POLL_STOP):
-        if done.is_set():
-            return
-    with lock:
-        if done.is_set():
-            return
-        try:
-            resp.shutdown()
-        except Exception:  # already released or closed
-            logger.debug("interrupting a watch failed", exc_info=True)

@@ -60,7 +60,8 @@ from ..flags import Flag
 from ..manager import Manager, SyncRecord, new_manager
 from ..podmanager import BasicPodManager, lean_pod
 from ..qos import compute_pod_qos
-from ..statusutil import bound_messages, check_container_state_transition, share_equal_parts
+from ..sharing import share_equal_parts
+from ..statusutil import bound_messages
 from ..types import (
     ContainerState,
     ContainerStateWaiting,
@@ -71,6 +72,7 @@ from ..types import (
     PodIP,
     PodStatus,
 )
+from ..validation import check_container_state_transition
 from .calls import BoundCaller, ProviderError
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .heartbeat import LeaseHeldError, LeaseKeeper, NodeStatusReporter, build_node, utcnow

@@ -633,8 +633,8 @@ def _run(args: argparse.Namespace, guard: StopGuard) -> int:
         raise ValueError("--stop-timeout must be over 0 and at most 3600 seconds")
     from prometheus_client import generate_latest
 
-    from ..clients.base import RequestCounter
     from ..metrics import Metrics
+    from ..requestcount import RequestCounter
 
     metrics = Metrics()
     counter = RequestCounter(metrics.count_request)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..syncpool import SyncPool
+from ..scheduling import SyncPool
 from .calls import DaemonPool, ProviderCaller, SerialTasks
 
 __all__ = ["HEARTBEAT", "HOUSEKEEPING", "NodeRuntime", "Timer", "TimerHandle", "shared_timer"]

@@ -5,10 +5,12 @@ serves it over HTTP to real clients (``kubectl``, the ``kubernetes`` package);
 :class:`podstatus.clients.embedded.EmbeddedClient` uses it in process.
 """
 
-from . import kinds  # noqa: F401  (registers the rules of nodes, leases and events)
+from . import registry  # noqa: F401  (registers the served resources: their strategies)
 from .http import ApiHandler, EmbeddedApiServer, Request, Response, serve
 from .selectors import FieldSelector, LabelSelector, SelectorError
-from .store import Event, Store, Stored, Watch
+from .storage.objects import Event, Stored
+from .storage.store import Store
+from .storage.watch import Watch
 
 __all__ = [
     "ApiHandler",

@@ -16,7 +16,7 @@ import yaml
 
 from ..errors import ApiError, status_body
 from . import protobuf
-from .store import bad_request
+from .storage.errors import bad_request
 
 __all__ = ["ACCEPTED", "decode_object", "decode_options"]
 

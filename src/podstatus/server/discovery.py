@@ -25,7 +25,8 @@ from typing import Any
 import msgspec
 
 from . import reviews
-from .store import RESOURCES, Stored
+from .storage.objects import Stored
+from .storage.strategy import RESOURCES
 
 __all__ = [
     "SERVER_VERSION",
@@ -603,7 +604,7 @@ def event_cells(event: dict[str, Any], now: float) -> list[Any]:
 
 
 def _events_v1_cells(event: dict[str, Any], now: float) -> list[Any]:
-    from .kinds import v1_event_to_core
+    from .registry.events import v1_event_to_core
 
     return event_cells(v1_event_to_core(event), now)
 

@@ -44,7 +44,7 @@ import msgspec
 
 from ..errors import status_body
 from .http import EmbeddedApiServer, Request, Response
-from .store import Store
+from .storage.store import Store
 
 __all__ = ["FAULT_KINDS", "FaultPlan", "RequestInfo", "recreate_pod"]
 

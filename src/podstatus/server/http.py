@@ -33,14 +33,20 @@ from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 
-from ..clients.base import RequestCounter
 from ..errors import ApiError, GoneError, status_body
+from ..requestcount import RequestCounter
 from ..tls import TlsMaterial, generate_tls, server_context, write_private
-from . import apply as _apply
-from . import bodies, discovery, metricsapi, negotiation, reviews, schema, security
+from . import bodies, discovery, metricsapi, negotiation, reviews, security
 from .audit import AuditLog
+from .fieldmanager import options as fieldoptions
+from .fieldmanager import schema
 from .proxy import KubeletClientConfig, KubeletProxy, Takeover
-from .store import RESOURCES, Event, FieldError, Store, Stored, Watch, bad_request, conflict
+from .registry.pods import bind, evict, eviction_options
+from .storage.errors import FieldError, bad_request
+from .storage.objects import Event, Stored
+from .storage.store import Store
+from .storage.strategy import RESOURCES
+from .storage.watch import Watch
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -344,8 +350,8 @@ class ApiHandler:
         manager: str | None = None
         if method in ("POST", "PUT", "PATCH"):
             given = req.query.get("fieldManager")
-            _apply.validate_field_manager(method, given, apply=applying, force=req.query.get("force"))
-            manager = _apply.manager_or_user_agent(given, req.header("user-agent"))
+            fieldoptions.validate_field_manager(method, given, apply=applying, force=req.query.get("force"))
+            manager = fieldoptions.manager_or_user_agent(given, req.header("user-agent"))
         if watch_path or (name is None and method == "GET" and _flag(req.query.get("watch"))):
             if method != "GET":
                 return _status_error(405, "MethodNotAllowed", _NOT_ALLOWED)
@@ -688,7 +694,7 @@ class ApiHandler:
         node = target.get("name") if isinstance(target, dict) else None
         if not isinstance(node, str) or not node:
             raise bad_request("invalid Binding: target.name is required")
-        self.store.bind(namespace, name, node)
+        bind(self.store, namespace, name, node)
         return Response.json(201, _SUCCESS_201)
 
     def _evict(self, req: Request, namespace: str, name: str) -> Response:
@@ -699,85 +705,9 @@ class ApiHandler:
         """
         self.counter.inc("create")
         body = bodies.decode_options(req.header("content-type"), req.body, "Eviction") or {}
-        if body.get("kind", "Eviction") != "Eviction" or body.get("apiVersion", "policy/v1") not in (
-            "policy/v1",
-            "policy/v1beta1",
-        ):
-            raise bad_request(
-                f"invalid Eviction: kind {body.get('kind')!r} apiVersion {body.get('apiVersion')!r}"
-            )
-        meta = body.get("metadata") or {}
-        if not isinstance(meta, dict):
-            raise bad_request("invalid Eviction: metadata must be an object")
-        if meta.get("name") not in (None, "", name):
-            raise bad_request("name in URL does not match name in Eviction object")
-        if meta.get("namespace") not in (None, "", namespace):
-            raise bad_request("namespace in URL does not match namespace in Eviction object")
-        opts = body.get("deleteOptions")
-        if opts is not None and not isinstance(opts, dict):
-            raise bad_request("invalid Eviction: deleteOptions must be an object")
-        if opts and opts.get("dryRun"):
-            # Refuse rather than evict for real what the client meant as a rehearsal.
-            raise bad_request("dryRun is not supported by this server")
-        grace, uid, rv = _parse_delete_options(opts, None)
-        new_rv = self._mark_disruption_target(namespace, name, uid, rv)
-        self.store.delete(
-            "pods",
-            namespace,
-            name,
-            grace_period_seconds=grace,
-            uid=uid,
-            resource_version=new_rv if rv else None,
-        )
+        grace, uid, rv = _parse_delete_options(eviction_options(body, namespace, name), None)
+        evict(self.store, namespace, name, grace_period_seconds=grace, uid=uid, resource_version=rv)
         return Response.json(201, _SUCCESS_201)
-
-    def _mark_disruption_target(self, namespace: str, name: str, uid: str | None, rv: str | None) -> str:
-        """kube-apiserver's first step of an eviction: the pod gets ``DisruptionTarget=True``.
-
-        The eviction's preconditions are checked against the pod first (the same 409s as a
-        delete's); the status write is pinned to the version read. Returns the new version.
-        """
-        current = self.store.get("pods", namespace, name)
-        obj = current.obj
-        meta = obj["metadata"]
-        if uid and uid != meta.get("uid"):
-            raise conflict(
-                "Pod", name, f"the UID in the precondition ({uid}) does not match the UID in record "
-                f"({meta.get('uid')}). The object might have been deleted and then recreated",
-            )  # fmt: skip
-        if rv and rv != meta.get("resourceVersion"):
-            raise conflict(
-                "Pod", name, f"the ResourceVersion in the precondition ({rv}) does not match the "
-                f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
-            )  # fmt: skip
-        conditions = (obj.get("status") or {}).get("conditions") or []
-        old = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
-        # As UpdatePodCondition: the transition time moves only when the status does.
-        since = old.get("lastTransitionTime") if old is not None and old.get("status") == "True" else None
-        condition = {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": "EvictionByEvictionAPI",
-            "message": "Eviction API: evicting",
-            "lastTransitionTime": since or _rfc3339(self.store.now()),
-        }
-        patch = {
-            "metadata": {"resourceVersion": meta.get("resourceVersion")},
-            "status": {"conditions": [condition]},
-        }
-        updated = self.store.patch(
-            "pods",
-            namespace,
-            name,
-            _encode(patch),
-            "application/strategic-merge-patch+json",
-            subresource="status",
-        )
-        return str(updated.metadata.get("resourceVersion"))
-
-
-def _rfc3339(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 _SUCCESS_201 = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}

@@ -25,7 +25,8 @@ from typing import Any
 
 from ..errors import ApiError, status_body
 from .proxy import KubeletProxy
-from .store import Store, Stored
+from .storage.objects import Stored
+from .storage.store import Store
 
 __all__ = ["GROUP", "VERSION", "MetricsApi", "api_group", "resource_list"]
 

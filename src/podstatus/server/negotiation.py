@@ -23,7 +23,8 @@ import msgspec
 import yaml
 
 from ..errors import UnprocessableEntityError, status_body
-from .store import FIELD_VALIDATION, FieldError, WriteOptions, bad_request
+from .storage.errors import FieldError, bad_request
+from .storage.objects import FIELD_VALIDATION, WriteOptions
 
 __all__ = [
     "JSON",

@@ -40,7 +40,8 @@ from typing import Any, BinaryIO
 from urllib.parse import parse_qsl, quote, urlencode
 
 from ..errors import ApiError, status_body
-from .store import FieldError, Store, bad_request, invalid
+from .storage.errors import FieldError, bad_request, invalid
+from .storage.store import Store
 
 __all__ = [
     "ADDRESS_TYPES",

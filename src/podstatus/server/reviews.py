@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from ..errors import ForbiddenError, UnprocessableEntityError, status_body
-from .store import FieldError, bad_request
+from .storage.errors import FieldError, bad_request
 
 __all__ = ["ANONYMOUS", "GROUPS", "REVIEWS", "TOKEN_USER", "review"]
 

@@ -19,7 +19,7 @@ comparison reports as added, modified and removed (``compare``), how an applied
 configuration merges into the live object (``merge``), and which fields an applier
 gave up are removed (``prune``). The schema is reduced to what these rules need: which
 lists are associative (and their keys), which are sets, which lists and structs are
-atomic (:mod:`podstatus.server.fieldschema`). Everything not described is a granular
+atomic (:mod:`podstatus.server.fieldmanager.fieldschema`). Everything not described is a granular
 struct or map, and a list not described is atomic.
 """
 

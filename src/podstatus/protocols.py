@@ -1,30 +1,38 @@
-"""What the status manager needs from a Kubernetes API client (SPEC 2.4), and request counting."""
+"""The one declaration of each protocol the status manager and the node agent are given.
+
+The kubelet hands its status manager narrow interfaces (a pod manager, a
+pod-deletion-safety provider, a client) and the node is handed the status
+manager as one too. Each is declared here once; every implementation the
+library ships is checked against it by mypy in :mod:`podstatus.conformance`.
+
+This module sits just above :mod:`podstatus.types`: it imports nothing else
+of the package, so anything may depend on it.
+"""
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from ..types import Pod
+from .types import ContainerID, Pod, PodCondition, PodStatus
 
 __all__ = [
     "PATCH_CONTENT_TYPE",
-    "VERBS",
     "KubeClient",
     "NodeClient",
-    "RequestCounter",
+    "PodDeletionSafety",
+    "PodManager",
+    "PodUpdateNotifier",
+    "StatusManager",
     "VersionedKubeClient",
 ]
-
-log = logging.getLogger(__name__)
 
 # The content type of the patches ``patch_pod_status`` sends.
 PATCH_CONTENT_TYPE = "application/strategic-merge-patch+json"
 
-# The verbs a RequestCounter always reports, zero or not (the API server's own names).
-VERBS: tuple[str, ...] = ("get", "list", "watch", "create", "update", "patch", "delete")
+
+# -- what the status manager is given (SPEC 2.4) ------------------------------------------
 
 
 @runtime_checkable
@@ -86,7 +94,7 @@ class NodeClient(VersionedKubeClient, Protocol):
     UnprocessableEntityError, GoneError...). Implemented by
     :class:`~podstatus.clients.http.HttpKubeClient`,
     :class:`~podstatus.clients.embedded.EmbeddedClient` and
-    :class:`~podstatus.clients.fake.FakeNodeClient`.
+    :class:`~podstatus.clients.fake.FakeNodeClient` (``podstatus.conformance`` proves it).
     """
 
     # -- pods ----------------------------------------------------------------------------
@@ -160,52 +168,106 @@ class NodeClient(VersionedKubeClient, Protocol):
         ...
 
 
-RequestCallback = Callable[[str], None]
+@runtime_checkable
+class PodManager(Protocol):
+    """What the status manager needs to know about the node's pods (SPEC 2.4 ``pod_manager``)."""
+
+    def get_pod_by_uid(self, uid: str) -> Pod | None:
+        """The (non-mirror) pod with that UID."""
+        ...
+
+    def get_mirror_pod_by_pod(self, pod: Pod) -> Pod | None:
+        """The mirror pod of a static pod."""
+        ...
+
+    def translate_pod_uid(self, uid: str) -> str:
+        """A mirror pod's UID becomes its static pod's UID; any other UID is returned unchanged."""
+        ...
+
+    def get_uid_translations(self) -> tuple[dict[str, str], dict[str, str]]:
+        """``(pod_to_mirror, mirror_to_pod)``.
+
+        Every static pod UID maps to its mirror pod's UID, or to ``""`` when it
+        has no mirror pod yet; every known mirror UID maps to its static pod's UID.
+        """
+        ...
 
 
-class RequestCounter:
-    """Thread-safe request counts by verb, with callbacks (for example Prometheus counters).
+@runtime_checkable
+class PodDeletionSafety(Protocol):
+    """Tells the status manager when a terminated pod may be deleted from the API server."""
 
-    Verbs are the API server's: ``get``, ``list``, ``watch``, ``create``,
-    ``update``, ``patch``, ``delete``; others are counted too, under their own name.
+    def pod_resources_are_reclaimed(self, pod: Pod, status: PodStatus) -> bool:
+        """True when the pod can safely be deleted: nothing of it is left on the node."""
+        ...
+
+    def pod_could_have_running_containers(self, pod: Pod) -> bool:
+        """True while any container of the pod may still run."""
+        ...
+
+
+class PodUpdateNotifier(Protocol):
+    """Told of every status the manager accepts (upstream's PodUpdateNotifier).
+
+    Called after the manager's lock is released, on the thread of the setter.
     """
 
-    def __init__(self, callback: RequestCallback | None = None) -> None:
-        self._lock = threading.Lock()
-        self._counts: dict[str, int] = dict.fromkeys(VERBS, 0)
-        self._callbacks: list[RequestCallback] = [callback] if callback is not None else []
+    def on_pod_updated(self, pod: Pod, status: PodStatus, is_added: bool) -> None: ...
 
-    def add_callback(self, callback: RequestCallback) -> None:
-        """Call ``callback(verb)`` after every counted request."""
-        with self._lock:
-            self._callbacks.append(callback)
+    def on_pod_removed(self, pod: Pod) -> None: ...
 
-    def inc(self, verb: str, n: int = 1) -> None:
-        """Count ``n`` requests (callbacks run once per request)."""
-        with self._lock:
-            self._counts[verb] = self._counts.get(verb, 0) + n
-            callbacks = tuple(self._callbacks)
-        for callback in callbacks:
-            try:
-                for _ in range(n):
-                    callback(verb)
-            except Exception:
-                # Metrics must never fail a request.
-                log.exception("request counter callback failed for verb %s", verb)
 
-    def get(self, verb: str) -> int:
-        with self._lock:
-            return self._counts.get(verb, 0)
+# -- what the node agent is given -----------------------------------------------------------
 
-    def snapshot(self) -> dict[str, int]:
-        """A copy of the counts: every standard verb, plus any other verb seen."""
-        with self._lock:
-            return dict(self._counts)
 
-    def total(self) -> int:
-        with self._lock:
-            return sum(self._counts.values())
+@runtime_checkable
+class StatusManager(Protocol):
+    """The status manager as a node agent uses it (the kubelet's ``status.Manager`` interface).
 
-    def reset(self) -> None:
-        with self._lock:
-            self._counts = dict.fromkeys(VERBS, 0)
+    :class:`podstatus.Manager` implements it; :class:`podstatus.fakes.FakeStatusManager`
+    is the fake a test hands an agent instead (the kubelet's ``fake_status_manager.go``).
+    """
+
+    def start(self) -> None: ...
+
+    def stop(self, timeout: float | None = None) -> None: ...
+
+    def get_pod_status(self, uid: str) -> PodStatus | None: ...
+
+    def set_pod_status(self, pod: Pod, status: PodStatus) -> None: ...
+
+    def set_container_readiness(self, pod_uid: str, container_id: str | ContainerID, ready: bool) -> None: ...
+
+    def set_container_startup(self, pod_uid: str, container_id: str | ContainerID, started: bool) -> None: ...
+
+    def terminate_pod(self, pod: Pod) -> None: ...
+
+    def remove_orphaned_statuses(self, pod_uids: Collection[str] | Iterable[str]) -> None: ...
+
+    def sync_batch(self, all: bool = False) -> int: ...
+
+    def pending_count(self) -> int:
+        """Pods whose newest cached status is not known to be on the server."""
+        ...
+
+    # -- resize conditions (v1.37) --
+
+    def get_pod_resize_conditions(self, pod_uid: str) -> list[PodCondition]: ...
+
+    def set_pod_resize_pending_condition(
+        self, pod_uid: str, reason: str, message: str = "", observed_generation: int = 0
+    ) -> bool: ...
+
+    def set_pod_resize_in_progress_condition(
+        self, pod_uid: str, reason: str = "", message: str = "", observed_generation: int = 0
+    ) -> tuple[int, bool]: ...
+
+    def clear_pod_resize_pending_condition(self, pod_uid: str, resolution: str = "") -> None: ...
+
+    def clear_pod_resize_in_progress_condition(self, pod_uid: str) -> tuple[int, bool]: ...
+
+    def is_pod_resize_deferred(self, pod_uid: str) -> bool: ...
+
+    def is_pod_resize_infeasible(self, pod_uid: str) -> bool: ...
+
+    def backfill_pod_resize_conditions(self, pods: Iterable[Pod]) -> None: ...

@@ -10,7 +10,7 @@ import pytest
 
 from podstatus.errors import BadRequestError, ConflictError, NotFoundError, UnprocessableEntityError
 from podstatus.server import Store
-from podstatus.server.kinds import core_event_to_v1, v1_event_to_core
+from podstatus.server.registry.events import core_event_to_v1, v1_event_to_core
 
 LEASES = "leases.coordination.k8s.io"
 EVENTS_V1 = "events.events.k8s.io"

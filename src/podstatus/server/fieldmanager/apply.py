@@ -3,7 +3,7 @@
 kube-apiserver keeps, on every object, who set which field: one ``managedFields``
 entry per (manager, operation, subresource) with the field set it owns. This module
 does the same, with the rules of k8s.io/apimachinery's field manager (v0.37) and
-sigs.k8s.io/structured-merge-diff (see :mod:`podstatus.server.fieldsets`):
+sigs.k8s.io/structured-merge-diff (see :mod:`podstatus.server.fieldmanager.fieldsets`):
 
 - An **update** (create, PUT, any patch) gives its manager the fields it added or
   changed, compared with the live object, and takes them from every other manager; a
@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,8 +38,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConflictError, UnprocessableEntityError, status_body
-from . import fieldschema, yamlbounds
+from ...errors import ApiError, BadRequestError, ConflictError, status_body
+from .. import yamlbounds
+from . import fieldschema
 from . import fieldsets as fs
 from .fieldsets import FieldSetError, Node, Schema
 
@@ -56,12 +56,10 @@ __all__ = [
     "check_type",
     "decode_managed_fields",
     "encode_managed_fields",
-    "manager_or_user_agent",
     "parse_apply_body",
     "prepare_apply",
     "schema_for",
     "undeclared_fields",
-    "validate_field_manager",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,7 +67,6 @@ log = logging.getLogger(__name__)
 MAX_UPDATE_MANAGERS = 10
 ANCIENT_CHANGES = "ancient-changes"
 BEFORE_FIRST_APPLY = "before-first-apply"
-FIELD_MANAGER_MAX_LENGTH = 128
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 # Metadata only the server sets: never anyone's (the field manager's stripMeta).
@@ -514,9 +511,8 @@ def _conflict_error(managers: Managers, conflicts: Mapping[tuple[str, str, str, 
 
 
 def _bad_request(message: str) -> Exception:
-    from .store import bad_request  # the store words errors; imported late (it imports this module)
-
-    return bad_request(message)
+    # Worded here, not imported from the store's errors: the store calls the field manager.
+    return BadRequestError(message, status=status_body(400, "BadRequest", message))
 
 
 def parse_apply_body(body: bytes | str | Mapping[str, Any]) -> dict[str, Any]:
@@ -725,96 +721,6 @@ def group_version(api_version: str) -> str:
 
 def _internal(message: str) -> Exception:
     """A 500 as the real server answers an error the field manager did not type: no reason."""
-    from ..errors import ApiError
-
     body = status_body(500, "", message)
     del body["reason"]
     return ApiError(message, code=500, reason="", status=body)
-
-
-# --- request options -------------------------------------------------------------------------
-
-
-def manager_or_user_agent(field_manager: str | None, user_agent: str) -> str:
-    """The manager of an update: ``?fieldManager=``, else the user agent up to its first ``/``
-    (printable characters only, at most 128 bytes), as kube-apiserver derives it."""
-    if field_manager:
-        return field_manager
-    out = ""
-    size = 0
-    for ch in user_agent.split("/", 1)[0]:
-        if not ch.isprintable():
-            continue
-        n = len(ch.encode())
-        if size + n > FIELD_MANAGER_MAX_LENGTH:
-            break
-        out += ch
-        size += n
-    return out
-
-
-_OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
-
-
-def validate_field_manager(method: str, field_manager: str | None, *, apply: bool, force: str | None) -> None:
-    """The checks of ValidateCreate/Update/PatchOptions on ``fieldManager`` and ``force``:
-    422 Invalid of ``<Kind>Options.meta.k8s.io ""``."""
-    errors: list[tuple[str, str, str]] = []  # (field, reason, text)
-    manager = field_manager or ""
-    if method == "PATCH":
-        if apply and not manager:
-            errors.append(
-                ("fieldManager", "FieldValueRequired", "Required value: is required for apply patch")
-            )
-        if not apply and force is not None:
-            errors.append(
-                ("force", "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch")
-            )
-    if len(manager.encode()) > FIELD_MANAGER_MAX_LENGTH:
-        errors.append(
-            (
-                "fieldManager",
-                "FieldValueTooLong",
-                f"Too long: may not be more than {FIELD_MANAGER_MAX_LENGTH} bytes",
-            )
-        )
-    for i, ch in enumerate(manager):
-        if not ch.isprintable():
-            errors.append(("fieldManager", "FieldValueInvalid",
-                           f"Invalid value: {_go_quote(manager)}: invalid character {_go_rune(ch)} (at position {i})"))  # fmt: skip
-    if not errors:
-        return
-    kind = _OPTIONS_KIND.get(method, "PatchOptions")
-    texts = [f"{f}: {t}" for f, _, t in errors]
-    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-    message = f'{kind}.meta.k8s.io "" is invalid: {joined}'
-    causes = [{"reason": r, "message": t, "field": f} for f, r, t in errors]
-    body = status_body(422, "Invalid", message, group="meta.k8s.io", kind=kind, causes=causes)
-    raise UnprocessableEntityError(message, status=body)
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-               "\v": "\\v", "\\": "\\\\", '"': '\\"'}  # fmt: skip
-
-
-def _go_quote(text: str) -> str:
-    """Go's strconv.Quote (how field errors print a string value)."""
-    out = []
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
-
-
-def _go_rune(ch: str) -> str:
-    # Go's %#U: U+0007 plus the character when printable (never here).
-    name = f"U+{ord(ch):04X}"
-    return name if not unicodedata.category(ch).startswith("L") else f"{name} '{ch}'"

@@ -1,4 +1,4 @@
-"""One pool of sync workers for many status managers (a process hosting many nodes).
+"""Sync scheduling: one pool of sync workers for many status managers (a process hosting many nodes).
 
 A status manager on its own runs a loop thread and ``workers`` sync threads.
 A process with 1,000 virtual nodes would then run thousands of threads that
@@ -14,6 +14,11 @@ workers at once, every sync sends the newest cached status, at most
 ``workers`` pods of one manager are in flight, a full resync every
 ``sync_period`` (each manager at its own phase, so 1,000 resyncs do not fall
 in the same instant) and back-off waits are kept.
+
+The pool knows no manager: a manager hands it a :class:`SyncTask`, two
+callables of its own (take one step; a timer of yours is due). That is the
+whole interface, so this module sits below the manager in the layers and the
+node runtime builds pools without knowing what runs on them.
 """
 
 from __future__ import annotations
@@ -25,14 +30,11 @@ import logging
 import threading
 import time
 import zlib
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from .statusutil import ValuePool
+from .sharing import ValuePool
 
-if TYPE_CHECKING:
-    from .manager import Manager
-
-__all__ = ["SyncPool"]
+__all__ = ["SyncPool", "SyncTask"]
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +42,25 @@ _FULL = 0
 _PASS = 1
 
 
+class SyncTask:
+    """What a status manager gives the pool: its work, as two callables. Compared by identity.
+
+    ``step()`` runs on a pool worker: the pass that is wanted, then the sync of
+    one queued pod (never two steps of one task at once: the pool hands a task to
+    one worker at a time). ``timer_fired(generation, full)`` runs under the pool's
+    lock when a timer entry of the task is due; True asks for a step. An entry
+    whose ``generation`` is no longer the task's is void (stopped meanwhile).
+    """
+
+    __slots__ = ("step", "timer_fired")
+
+    def __init__(self, step: Callable[[], None], timer_fired: Callable[[int, bool], bool]) -> None:
+        self.step = step
+        self.timer_fired = timer_fired
+
+
 class SyncPool:
-    """Worker threads shared by the status managers attached to it (``new_manager(..., sync_pool=pool)``)."""
+    """Worker threads shared by the SyncTasks of the managers attached (``new_manager(..., sync_pool=pool)``)."""
 
     def __init__(self, workers: int = 32, *, name: str = "podstatus-sync") -> None:
         if workers < 1:
@@ -53,10 +72,10 @@ class SyncPool:
         # The timer thread waits here: only it sleeps until the next due entry, so a timer
         # firing wakes one thread, not every idle worker.
         self._timer_cond = threading.Condition(lock)
-        self._ready: collections.deque[Manager] = collections.deque()
+        self._ready: collections.deque[SyncTask] = collections.deque()
         self._in_ready: set[int] = set()
         # (when, seq, manager, generation, kind): full resyncs and back-off wake-ups.
-        self._timers: list[tuple[float, int, Manager, int, int]] = []
+        self._timers: list[tuple[float, int, SyncTask, int, int]] = []
         self._seq = itertools.count()
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -66,30 +85,29 @@ class SyncPool:
 
     # -- what managers call ------------------------------------------------------------------
 
-    def attach(self, manager: Manager, generation: int, period: float) -> None:
-        """Start serving ``manager``: its first full resync at its own phase within ``period``."""
-        phase = (zlib.crc32(str(id(manager)).encode()) % 1000) / 1000.0
+    def attach(self, task: SyncTask, generation: int, period: float) -> None:
+        """Start serving ``task``: its first full resync at its own phase within ``period``."""
+        phase = (zlib.crc32(str(id(task)).encode()) % 1000) / 1000.0
         self._start_threads()
-        self.call_at(time.monotonic() + period * (0.5 + 0.5 * phase), manager, generation, full=True)
+        self.call_at(time.monotonic() + period * (0.5 + 0.5 * phase), task, generation, full=True)
 
-    def wake(self, manager: Manager) -> None:
-        """``manager`` has work (a pass wanted, or pods queued): a worker will take a step of it."""
-        key = id(manager)
+    def wake(self, task: SyncTask) -> None:
+        """``task`` has work (a pass wanted, or pods queued): a worker will take a step of it."""
+        key = id(task)
         with self._cond:
             if key in self._in_ready or self._closed:
                 return
             self._in_ready.add(key)
-            self._ready.append(manager)
+            self._ready.append(task)
             self._cond.notify()
 
-    def call_at(self, when: float, manager: Manager, generation: int, *, full: bool) -> None:
+    def call_at(self, when: float, task: SyncTask, generation: int, *, full: bool) -> None:
+        """Fire ``task.timer_fired(generation, full)`` at ``when`` (``time.monotonic()``)."""
         with self._cond:
             if self._closed:
                 return
-            heapq.heappush(
-                self._timers, (when, next(self._seq), manager, generation, _FULL if full else _PASS)
-            )
-            if self._timers[0][2] is manager:
+            heapq.heappush(self._timers, (when, next(self._seq), task, generation, _FULL if full else _PASS))
+            if self._timers[0][2] is task:
                 self._timer_cond.notify()
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -128,18 +146,18 @@ class SyncPool:
 
     # -- the workers ------------------------------------------------------------------------------
 
-    def _next(self) -> Manager | None:
-        """The next manager to take a step of. None when the pool is closed."""
+    def _next(self) -> SyncTask | None:
+        """The next task to take a step of. None when the pool is closed."""
         with self._cond:
             while True:
                 if self._closed:
                     return None
                 if self._ready:
-                    manager = self._ready.popleft()
-                    self._in_ready.discard(id(manager))
+                    task = self._ready.popleft()
+                    self._in_ready.discard(id(task))
                     if self._ready:
                         self._cond.notify()  # more work: another waiting worker may take it
-                    return manager
+                    return task
                 self._cond.wait()
 
     def _run_timers(self) -> None:
@@ -149,12 +167,12 @@ class SyncPool:
                 timers = self._timers
                 fired = 0
                 while timers and timers[0][0] <= now:
-                    _, _, manager, generation, kind = heapq.heappop(timers)
-                    if manager._pool_timer_fired(generation, full=kind == _FULL):
-                        key = id(manager)
+                    _, _, task, generation, kind = heapq.heappop(timers)
+                    if task.timer_fired(generation, kind == _FULL):
+                        key = id(task)
                         if key not in self._in_ready:
                             self._in_ready.add(key)
-                            self._ready.append(manager)
+                            self._ready.append(task)
                             fired += 1
                 if fired:
                     self._cond.notify(fired)
@@ -162,11 +180,11 @@ class SyncPool:
 
     def _run(self) -> None:
         while True:
-            manager = self._next()
-            if manager is None:
+            task = self._next()
+            if task is None:
                 return
             self.steps += 1
             try:
-                manager._pool_step()
+                task.step()
             except Exception:
                 log.exception("Status sync step failed; the pool goes on")

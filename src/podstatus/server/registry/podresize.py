@@ -13,8 +13,8 @@ import copy
 from decimal import Decimal
 from typing import Any
 
-from ..qos import compute_pod_qos, parse_quantity
-from ..resources import canonical_quantity, node_amount, pod_requests, scaled
+from ...qos import compute_pod_qos, parse_quantity
+from ...resources import canonical_quantity, node_amount, pod_requests, scaled
 
 __all__ = ["MIRROR_ANNOTATION", "admission_error", "prepare", "validate"]
 
