@@ -187,7 +187,7 @@ def _dial_text(host: str, port: int, err: BaseException) -> str:
 
 
 class KubeletProxy:
-    """Routes the kubelet subresources of :class:`.http.ApiHandler` to the nodes."""
+    """Routes the kubelet subresources of :class:`.endpoints.ApiHandler` to the nodes."""
 
     def __init__(self, store: Store, config: KubeletClientConfig | None = None) -> None:
         self.store = store
