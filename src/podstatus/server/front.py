@@ -1,48 +1,58 @@
-"""The embedded API server's HTTP front: the standard library's ``ThreadingHTTPServer``, HTTP/1.1
-keep-alive, one thread per connection.
+"""The embedded API server's HTTP front on aiohttp: one event loop thread does every socket's I/O.
 
 It turns bytes into a :class:`~.endpoints.Request`, hands it to its owner
 (:class:`~.http.EmbeddedApiServer`: authentication, then ``dispatch``), and writes the
 :class:`~.endpoints.Response` back: a body, a chunked stream (watch), a reset (fault
 injection) or a hand-over of the connection (an upgraded stream relayed to a kubelet).
-Limits: ``max_connections`` at once, ``header_timeout`` for the TLS handshake and each
-request's headers (:class:`Deadlines`), ``idle_timeout`` between keep-alive requests.
+
+``dispatch`` and a watch's stream are blocking calls (fault injection sleeps, a read waits for
+a resourceVersion, the kubelet relay does blocking I/O): they run on a thread pool, so the
+loop never waits on them. Limits: ``max_connections`` at once (more are closed at accept),
+``header_timeout`` for the TLS handshake (asyncio's ``ssl_handshake_timeout``) and each
+request's headers (a per-connection timer: aiohttp bounds no header read by itself),
+``idle_timeout`` between keep-alive requests (aiohttp's keep-alive timeout).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import heapq
-import io
-import itertools
 import logging
-import re
-import select
 import socket
 import ssl
 import struct
-import sys
 import threading
 import time
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, cast
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 from .audit import AuditLog
 from .endpoints.wire import Request, Response, status_error, warning_value
 
-__all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_CONNECTIONS", "Deadlines",
-           "FrontOwner", "Handler", "HttpServer"]  # fmt: skip
+__all__ = [
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_CONNECTIONS",
+    "AioFront",
+    "FrontOwner",
+]
 
 log = logging.getLogger(__name__)
 
 # Connection limits. kube-apiserver's http.Server: ReadHeaderTimeout 32 s (TLS handshake and
 # request headers), IdleTimeout 90 s (between keep-alive requests). It has no cap on
-# connections (Go's goroutines are cheap); here each connection holds a thread, so there is one.
+# connections; here there is one, as each open watch holds a thread of the pool.
 DEFAULT_MAX_CONNECTIONS = 4096
 DEFAULT_HEADER_TIMEOUT = 32.0
 DEFAULT_IDLE_TIMEOUT = 90.0
+# A body over the limit is read and dropped up to this many times the limit, then the connection closes.
+_DRAIN_FACTOR = 16
+_END = object()
 
 
 class FrontOwner(Protocol):
@@ -53,454 +63,346 @@ class FrontOwner(Protocol):
     idle_timeout: float
     max_body_bytes: int
     token: str | None
-    deadlines: Deadlines | None
     audit: AuditLog | None
     dispatch: Callable[[Request], Response]
 
     def authenticate(self, request: Request) -> Response | None: ...
 
 
-_DIGITS = re.compile(r"[0-9]{1,19}")
-_CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
-_MAX_CHUNK_LINE = 4096
-_MAX_TRAILERS = 64
-# A body over the limit is read and dropped up to this many times the limit, then the connection closes.
-_DRAIN_FACTOR = 16
+class _Connection(RequestHandler):
+    """aiohttp's protocol, plus the connection cap and the header timeout."""
+
+    front: AioFront
+    _header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        front = self.front
+        if front.open_connections >= front.owner.max_connections:
+            front.refused(transport)
+            transport.close()
+            return
+        front.open_connections += 1
+        self._counted = True
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            # Small request/response pairs on keep-alive connections: never wait for Nagle.
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
+        self._arm_header_timer()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._cancel_header_timer()
+        if getattr(self, "_counted", False):
+            self._counted = False
+            self.front.open_connections -= 1
+        if self._manager is not None or self.transport is not None:
+            super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        before = self._request_count
+        in_headers = self._payload_parser is None and not self._upgraded
+        super().data_received(data)
+        if self._request_count != before:
+            self._cancel_header_timer()  # a request's headers are complete
+        elif in_headers and data and self._header_timer is None:
+            self._arm_header_timer()  # the next request started: its headers get the timeout
+
+    def _arm_header_timer(self) -> None:
+        self._cancel_header_timer()
+        self._header_timer = self._loop.call_later(self.front.owner.header_timeout, self._header_expired)
+
+    def _cancel_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _header_expired(self) -> None:
+        self._header_timer = None
+        if self.transport is None:
+            return
+        self.front.expired += 1
+        log.info(
+            "closed a connection that sent no complete request headers in time",
+            extra={"peer": str(self.transport.get_extra_info("peername"))},
+        )
+        self.force_close()
+        self.transport.close()
 
 
-class _FramingError(ValueError):
-    """A request whose body framing is broken: answered with ``code`` and the connection closed."""
+class _Server(web.Server):
+    front: AioFront
 
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+    def __call__(self) -> RequestHandler:
+        conn = _Connection(self, loop=self._loop, **self._kwargs)
+        conn.front = self.front
+        return conn
 
 
-class Deadlines:
-    """One thread that shuts down connections still reading request headers past their deadline.
+class AioFront:
+    """The listening socket, its event loop thread and the thread pool for blocking calls."""
 
-    A socket timeout bounds each read, not the whole: a slowloris client that sends a
-    byte now and then never trips it. A deadline does, whatever the client trickles;
-    shutting the socket down ends the handler's read, and its thread goes back.
-    """
-
-    def __init__(self, name: str) -> None:
-        self._heap: list[tuple[float, int]] = []
-        self._live: dict[int, socket.socket] = {}
-        self._tokens = itertools.count()
-        self._cond = threading.Condition()
-        self._stopped = False
+    def __init__(self, owner: FrontOwner, host: str, port: int, tls: ssl.SSLContext | None) -> None:
+        self.owner = owner
+        self.open_connections = 0
+        self.refused_connections = 0
         self.expired = 0
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._refusal_logged = 0.0
+        self._tls = tls
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+            # The listen backlog (the kernel caps it at somaxconn): a burst of clients is queued.
+            sock.listen(4096)
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        self._sock = sock
+        self.port: int = sock.getsockname()[1]
+        self._pool = ThreadPoolExecutor(
+            max_workers=owner.max_connections, thread_name_prefix=f"apiserver-{self.port}"
+        )
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._server: asyncio.AbstractServer | None = None
+        self._web: _Server | None = None
+        self._thread = threading.Thread(target=self._run, name=f"apiserver-{self.port}", daemon=True)
+
+    def start(self) -> None:
         self._thread.start()
-
-    def add(self, sock: socket.socket, seconds: float) -> int:
-        token = next(self._tokens)
-        with self._cond:
-            self._live[token] = sock
-            heapq.heappush(self._heap, (time.monotonic() + seconds, token))
-            if self._heap[0][1] == token:
-                self._cond.notify()
-        return token
-
-    def cancel(self, token: int) -> None:
-        with self._cond:
-            self._live.pop(token, None)
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-        self._thread.join(timeout=5)
+        self._ready.wait(10)
 
     def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    if self._stopped:
-                        return
-                    # Entries cancelled in time are dropped when they come to the top.
-                    while self._heap and self._heap[0][1] not in self._live:
-                        heapq.heappop(self._heap)
-                    if not self._heap:
-                        self._cond.wait()
-                        continue
-                    wait = self._heap[0][0] - time.monotonic()
-                    if wait <= 0:
-                        break
-                    self._cond.wait(wait)
-                _, token = heapq.heappop(self._heap)
-                sock = self._live.pop(token)
-                self.expired += 1
-            try:
-                peer = sock.getpeername()
-                # The plain socket's shutdown: an SSLSocket's would drop its TLS state under the reader.
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-            except OSError:
-                continue
-            log.info(
-                "closed a connection that sent no complete request headers in time",
-                extra={"peer": str(peer)},
+        loop = self._loop
+        asyncio.set_event_loop(loop)
+        web_server = _Server(
+            self._handle,
+            loop=loop,
+            keepalive_timeout=self.owner.idle_timeout,
+            access_log=None,
+            max_field_size=1 << 16,
+            max_line_size=1 << 16,
+        )
+        web_server.front = self
+        self._web = web_server
+        self._server = loop.run_until_complete(
+            loop.create_server(
+                web_server, sock=self._sock, ssl=self._tls, backlog=4096,
+                ssl_handshake_timeout=self.owner.header_timeout if self._tls is not None else None,
             )
+        )  # fmt: skip
+        self._ready.set()
+        try:
+            loop.run_forever()
+            # What the aborted connections left: their handlers end on cancellation.
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
 
-
-class HttpServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    # The listen backlog (the kernel caps it at somaxconn): a burst of clients is queued, not dropped.
-    request_queue_size = 4096
-    owner: FrontOwner
-    open_connections = 0
-    refused_connections = 0
-    _count_lock: threading.Lock
-    active: set[socket.socket]
-    _refusal_logged = 0.0
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._count_lock:
-            full = self.open_connections >= self.owner.max_connections
-            if full:
-                self.refused_connections += 1
-                refused = self.refused_connections
-            else:
-                self.open_connections += 1
-                self.active.add(request)
-        if full:
-            self.shutdown_request(request)
-            now = time.monotonic()
-            if now - self._refusal_logged >= 10.0:
-                self._refusal_logged = now
-                log.warning(
-                    "connection refused: %d connections open (--max-connections)",
-                    self.owner.max_connections,
-                    extra={"peer": str(client_address), "refused": refused},
-                )
+    def stop(self) -> None:
+        loop = self._loop
+        if not self._thread.is_alive():
             return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._closed_one(request)  # no thread started: nobody else counts it down
-            raise
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._closed_one(request)
+        async def shut() -> None:
+            if self._server is not None:
+                self._server.close()
+            if self._web is not None:
+                # A stopped server answers nothing more, keep-alive or not.
+                for conn in list(self._web.connections):
+                    conn.force_close()
+                    if conn.transport is not None:
+                        conn.transport.abort()
+            loop.stop()
 
-    def _closed_one(self, request: Any) -> None:
-        with self._count_lock:
-            self.open_connections -= 1
-            self.active.discard(request)
+        asyncio.run_coroutine_threadsafe(shut(), loop)
+        self._thread.join(timeout=10)
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def close_connections(self) -> None:
-        """End every open connection (a stopped server answers nothing more, keep-alive or not)."""
-        with self._count_lock:
-            active = list(self.active)
-        for sock in active:
-            with contextlib.suppress(OSError):
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """One log line for what peers do (a refused TLS handshake, a reset); a traceback for bugs."""
-        err = sys.exc_info()[1]
-        if isinstance(err, ssl.SSLError):
+    def refused(self, transport: asyncio.BaseTransport) -> None:
+        self.refused_connections += 1
+        now = time.monotonic()
+        if now - self._refusal_logged >= 10.0:
+            self._refusal_logged = now
             log.warning(
-                "TLS handshake with %s failed: %s",
-                client_address[0],
-                getattr(err, "reason", None) or err,
-                extra={"peer": str(client_address), "error": str(err)},
+                "connection refused: %d connections open (--max-connections)",
+                self.owner.max_connections,
+                extra={
+                    "peer": str(transport.get_extra_info("peername")),
+                    "refused": self.refused_connections,
+                },
             )
-        elif isinstance(err, OSError):
-            log.info(
-                "connection from %s ended: %s", client_address[0], err, extra={"peer": str(client_address)}
-            )
-        else:
-            log.error("error serving a connection from %s", client_address[0], exc_info=err)
 
+    # -- one request ------------------------------------------------------------------------
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "podstatus-embedded-apiserver"
-    sys_version = ""
-    # Each read or write waits this long at most (then set to the server's idle timeout).
-    timeout = DEFAULT_IDLE_TIMEOUT
-    server: HttpServer
-    _deadline: int | None = None
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.settimeout(self.server.owner.idle_timeout)
-        # Small request/response pairs on keep-alive connections: never wait for Nagle.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._first = True
-        # The TLS handshake and the first request's headers get the header timeout, in all.
-        self._header_phase()
-        if isinstance(self.connection, ssl.SSLSocket):
-            try:
-                self.connection.do_handshake()  # a refusal is one log line (HttpServer.handle_error)
-            except BaseException:
-                self._end_header_phase()  # finish() is not called when setup() fails
-                raise
-
-    def finish(self) -> None:
-        self._end_header_phase()
-        super().finish()
-
-    def _header_phase(self) -> None:
-        owner = self.server.owner
-        if owner.deadlines is not None:
-            self._deadline = owner.deadlines.add(self.connection, owner.header_timeout)
-
-    def _end_header_phase(self) -> None:
-        owner = self.server.owner
-        if self._deadline is not None and owner.deadlines is not None:
-            owner.deadlines.cancel(self._deadline)
-        self._deadline = None
-
-    def handle_one_request(self) -> None:
-        if not self._first:
-            # Keep-alive: the next request may come within the idle timeout (the socket's);
-            # once it starts, its headers get the header timeout.
-            try:
-                if not cast(io.BufferedReader, self.rfile).peek(1):
-                    self.close_connection = True
-                    return
-            except OSError:
-                self.close_connection = True
-                return
-            self._header_phase()
-        self._first = False
+    async def _handle(self, raw: web.BaseRequest) -> web.StreamResponse:
+        owner = self.owner
+        audit = owner.audit
+        received = time.time()
+        request: Request | None = None
+        response: Response | None = None
         try:
-            super().handle_one_request()
+            body = await self._read_body(raw, owner.max_body_bytes)
+            answered: Response
+            if body is None:
+                # The rest of the body is never read: the connection cannot be reused.
+                raw.protocol.close()
+                response = answered = status_error(
+                    413, "RequestEntityTooLarge", f"Request entity too large: limit is {owner.max_body_bytes}"
+                )
+            else:
+                request = Request(
+                    method=raw.method,
+                    path=raw.path,
+                    query=dict(parse_qsl(raw.query_string, keep_blank_values=True)),
+                    headers={k.lower(): v for k, v in raw.headers.items()},
+                    body=body,
+                    raw_query=raw.query_string,
+                )
+                answered = owner.authenticate(request) or await self._loop.run_in_executor(
+                    self._pool, owner.dispatch, request
+                )
+                response = answered
+            return await self._write(raw, answered, close=body is None)
         finally:
-            self._end_header_phase()
+            if audit is not None:
+                code = 500 if response is None or response.abort else response.status
+                audit.record(
+                    method=raw.method,
+                    uri=raw.path_qs,
+                    path=raw.path if request is None else request.path,
+                    query=dict(parse_qsl(raw.query_string, keep_blank_values=True)) if request is None
+                    else request.query,
+                    user_agent=raw.headers.get("User-Agent", ""),
+                    source_ip=str(raw.remote or ""),
+                    code=code,
+                    received=received,
+                    authenticated=owner.token is not None and code != 401 and "Authorization" in raw.headers,
+                    body=b"" if response is None or response.stream is not None else response.body,
+                    content_type="" if response is None else response.content_type,
+                    audit_id=raw.headers.get("Audit-ID", ""),
+                )  # fmt: skip
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s " + format, self.client_address[0], *args)
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
-
-    def _read_body(self, limit: int) -> bytes | None:
-        """The request body, or None when it is larger than ``limit``; ValueError for bad framing.
-
-        Framing is parsed strictly, as Go's net/http does: a chunk size is 1 to 16 hex digits
-        (no sign, no spaces), each chunk ends in CRLF, a Content-Length is digits only, and
-        both together are refused. The size is checked before anything is read, so no
-        framing trick reads more than ``limit`` bytes of body.
-        """
-        te = self.headers.get("Transfer-Encoding")
-        cl = self.headers.get("Content-Length")
-        if te is not None:
-            if te.strip().lower() != "chunked":
-                raise _FramingError(501, f"unsupported transfer encoding: {te!r}")
-            if cl is not None:
-                raise _FramingError(400, "Transfer-Encoding and Content-Length cannot be sent together")
-            return self._read_chunked(limit)
-        if cl is None or cl.strip() == "":
+    @staticmethod
+    async def _read_body(raw: web.BaseRequest, limit: int) -> bytes | None:
+        """The body, or None when it is larger than ``limit`` (drained up to a bound, so the
+        client reads the 413 instead of a reset)."""
+        if not raw.body_exists:
             return b""
-        if not _DIGITS.fullmatch(cl.strip()):
-            raise _FramingError(400, f"bad Content-Length {cl!r}")
-        length = int(cl.strip())
-        if length > limit:
-            # Drain a moderately large body so the client reads our 413 instead of a reset.
-            left = length if length <= _DRAIN_FACTOR * limit else 0
-            while left > 0:
-                got = self.rfile.read(min(left, 1 << 20))
-                if not got:
-                    break
-                left -= len(got)
-            return None
-        body = self.rfile.read(length) if length > 0 else b""
-        if len(body) != length:
-            raise _FramingError(400, "unexpected EOF reading the body")
-        return body
-
-    def _read_chunked(self, limit: int) -> bytes | None:
         chunks: list[bytes] = []
         size = 0
         while True:
-            line = self.rfile.readline(_MAX_CHUNK_LINE + 1)
-            if not line.endswith(b"\n") or len(line) > _MAX_CHUNK_LINE:
-                raise _FramingError(400, "malformed chunked encoding")
-            token = line.rstrip(b"\r\n").split(b";", 1)[0]
-            if not _CHUNK_SIZE.fullmatch(token):
-                raise _FramingError(400, "malformed chunked encoding: invalid chunk size")
-            n = int(token, 16)
-            if n == 0:
-                # Trailers, bounded, up to the empty line.
-                for _ in range(_MAX_TRAILERS + 1):
-                    trailer = self.rfile.readline(_MAX_CHUNK_LINE + 1)
-                    if trailer in (b"\r\n", b"\n"):
-                        return b"".join(chunks) if size <= limit else None
-                    if not trailer.endswith(b"\n"):
-                        break
-                raise _FramingError(400, "malformed chunked encoding: bad trailer")
-            size += n
-            if size > limit:
-                # Too large: the rest is read and dropped (up to a bound, chunk by chunk, never held)
-                # so the client reads the 413 instead of a reset; past the bound the connection goes.
-                if size > _DRAIN_FACTOR * limit:
-                    return None
-                chunks = []
-            data = self.rfile.read(n)
-            if len(data) != n or self.rfile.read(2) != b"\r\n":
-                raise _FramingError(400, "malformed chunked encoding: bad chunk data")
+            data = await raw.content.readany()
+            if not data:
+                break
+            size += len(data)
+            if size > _DRAIN_FACTOR * limit:
+                return None
             if size <= limit:
                 chunks.append(data)
+        return b"".join(chunks) if size <= limit else None
 
-    def _serve(self) -> None:
-        self._end_header_phase()
-        owner = self.server.owner
-        audit = owner.audit
-        if audit is None:
-            self._answer(owner, None)
-            return
-        received = time.time()
-        done: list[Any] = [None, None]  # the Request, the Response
-        try:
-            self._answer(owner, done)
-        finally:
-            self._audit(audit, owner, received, done[0], done[1])
+    def _headers(self, response: Response) -> dict[str, str]:
+        headers = {"Content-Type": response.content_type, "Cache-Control": "no-cache, private"}
+        headers.update(response.headers)
+        return headers
 
-    def _audit(
-        self, audit: AuditLog, owner: FrontOwner, received: float, request: Request | None,
-        response: Response | None,
-    ) -> None:  # fmt: skip
-        if request is None:
-            split = urlsplit(self.path)
-            path, query = split.path, dict(parse_qsl(split.query, keep_blank_values=True))
-        else:
-            path, query = request.path, request.query
-        code = 500 if response is None or response.abort else response.status
-        audit.record(
-            method=self.command,
-            uri=self.path,
-            path=path,
-            query=query,
-            user_agent=self.headers.get("User-Agent", ""),
-            source_ip=str(self.client_address[0]),
-            code=code,
-            received=received,
-            # A public path answered without a token was the anonymous user's.
-            authenticated=owner.token is not None and code != 401 and "Authorization" in self.headers,
-            body=b"" if response is None or response.stream is not None else response.body,
-            content_type="" if response is None else response.content_type,
-            audit_id=self.headers.get("Audit-ID", ""),
-        )
-
-    def _answer(self, owner: FrontOwner, done: list[Any] | None) -> None:
-        """Read, dispatch, write; ``done`` (the audit's) gets the Request and the Response."""
-        started = time.perf_counter()
-        try:
-            body = self._read_body(owner.max_body_bytes)
-        except _FramingError as err:
-            # The rest of the stream cannot be trusted: answer and close.
-            self.close_connection = True
-            reason = "BadRequest" if err.code == 400 else "NotImplemented"
-            response = status_error(err.code, reason, str(err))
-            if done is not None:
-                done[1] = response
-            self._write(response)
-            return
-        if body is None:
-            # The rest of the body is never read: the connection cannot be reused.
-            self.close_connection = True
-            response = status_error(
-                413, "RequestEntityTooLarge", f"Request entity too large: limit is {owner.max_body_bytes}"
-            )
-        else:
-            split = urlsplit(self.path)
-            request = Request(
-                method=self.command,
-                path=split.path,
-                query=dict(parse_qsl(split.query, keep_blank_values=True)),
-                headers={k.lower(): v for k, v in self.headers.items()},
-                body=body,
-                raw_query=split.query,
-            )
-            if done is not None:
-                done[0] = request
-            response = owner.authenticate(request) or owner.dispatch(request)
-        if done is not None:
-            done[1] = response
+    async def _write(
+        self, raw: web.BaseRequest, response: Response, close: bool = False
+    ) -> web.StreamResponse:
         if response.abort:
-            self._reset()
-            return
+            self._reset(raw)
+            return web.Response(status=500)
         if response.takeover is not None:
-            # The connection is the stream's now; it closes when the stream ends.
-            self.close_connection = True
-            response.takeover(self.connection, cast(Any, self.rfile))
-            return
-        self._write(response)
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "%s %s -> %d (%.1f ms)", self.command, self.path, response.status,
-                (time.perf_counter() - started) * 1000,
-            )  # fmt: skip
-
-    def _reset(self) -> None:
-        # SO_LINGER 0: close sends RST, as a crashed or overloaded server would.
-        self.close_connection = True
-        try:
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.connection.close()
-        except OSError:
-            pass
-
-    def _head(self, response: Response, extra: list[tuple[str, str]]) -> bytes:
-        reason = self.responses.get(response.status, ("",))[0]
-        lines = [
-            f"HTTP/1.1 {response.status} {reason}",
-            f"Content-Type: {response.content_type}",
-            "Cache-Control: no-cache, private",
-            f"Date: {self.date_time_string()}",
-        ]
-        lines += [f"{k}: {v}" for k, v in response.headers.items()]
-        lines += [f"{k}: {v}" for k, v in extra]
-        lines += [f"Warning: {warning_value(w)}" for w in response.warnings]
-        if self.close_connection:
-            lines.append("Connection: close")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-    def _write(self, response: Response) -> None:
+            return await self._takeover(raw, response)
+        headers = self._headers(response)
         if response.stream is None:
-            body = b"" if self.command == "HEAD" else response.body
-            head = self._head(response, [("Content-Length", str(len(response.body)))])
-            self.wfile.write(head + body)
-            return
+            out = web.Response(status=response.status, body=response.body, headers=headers)
+            for w in response.warnings:
+                out.headers.add("Warning", warning_value(w))
+            if close:
+                out.force_close()  # Connection: close
+            return out
         stream = response.stream
+        streamed = web.StreamResponse(status=response.status, headers=headers)
+        for w in response.warnings:
+            streamed.headers.add("Warning", warning_value(w))
+        streamed.enable_chunked_encoding()
+        return await self._stream(raw, stream, streamed)
+
+    async def _stream(
+        self, raw: web.BaseRequest, stream: Iterator[bytes], out: web.StreamResponse
+    ) -> web.StreamResponse:
         try:
-            self.wfile.write(self._head(response, [("Transfer-Encoding", "chunked")]))
-            for chunk in stream:
+            await out.prepare(raw)
+            while True:
+                chunk = await self._loop.run_in_executor(self._pool, next, stream, _END)
+                if chunk is _END:
+                    break
                 if not chunk:
-                    if self._client_gone():
-                        self.close_connection = True
-                        return
+                    # The stream's "still there?": a departed client shows as a closing transport.
+                    if raw.transport is None or raw.transport.is_closing():
+                        raw.protocol.force_close()
+                        return out
                     continue
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            self.wfile.write(b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            self.close_connection = True
+                await out.write(cast(bytes, chunk))
+            await out.write_eof()
+        except (ConnectionResetError, OSError):
+            raw.protocol.force_close()
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
-                close()
+                await self._loop.run_in_executor(self._pool, close)
+        return out
 
-    def _client_gone(self) -> bool:
+    @staticmethod
+    def _reset(raw: web.BaseRequest) -> None:
+        # SO_LINGER 0: close sends RST, as a crashed or overloaded server would.
+        transport = raw.transport
+        raw.protocol.force_close()
+        if transport is None:
+            return
+        sock = transport.get_extra_info("socket")
+        with contextlib.suppress(OSError):
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+
+    async def _takeover(self, raw: web.BaseRequest, response: Response) -> web.StreamResponse:
+        """The connection goes to the relay (server/proxy.py splices raw sockets): on plain HTTP
+        a blocking duplicate of the socket, on a thread; TLS connections cannot be handed over
+        this way (the TLS state is the loop's), and are answered 501."""
+        transport = raw.transport
+        takeover = response.takeover
+        assert takeover is not None
+        raw.protocol.force_close()
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if transport is None or sock is None or transport.get_extra_info("sslcontext") is not None:
+            return self._plain(status_error(501, "NotImplemented", "streams over TLS are not relayed yet"))
+        transport.pause_reading()
+        dup = socket.socket(fileno=socket.dup(sock.fileno()))
+        dup.setblocking(True)
+        rfile = dup.makefile("rb")
+
+        def relay() -> None:
+            try:
+                takeover(dup, cast(Any, rfile))
+            finally:
+                rfile.close()
+                dup.close()
+
         try:
-            # poll, not select: select() cannot take descriptors past 1023.
-            poller = select.poll()
-            poller.register(self.connection, select.POLLIN)
-            if not poller.poll(0):
-                return False
-            if isinstance(self.connection, ssl.SSLSocket):
-                # No peeking through TLS; a client sends nothing while it reads a watch, so
-                # anything readable is its close_notify or its FIN.
-                return True
-            return self.connection.recv(1, socket.MSG_PEEK) == b""
-        except OSError:
-            return True
+            await self._loop.run_in_executor(self._pool, relay)
+        finally:
+            transport.abort()
+        return web.Response(status=101)
+
+    def _plain(self, response: Response) -> web.Response:
+        return web.Response(status=response.status, body=response.body, headers=self._headers(response))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import logging
 import signal
-import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -28,14 +27,7 @@ from . import reviews, security
 from .audit import AuditLog
 from .endpoints import ApiHandler, Request, Response
 from .endpoints.wire import MAX_BODY_BYTES, PUBLIC_PATHS, status_error
-from .front import (
-    DEFAULT_HEADER_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS,
-    Deadlines,
-    Handler,
-    HttpServer,
-)
+from .front import DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, AioFront
 from .proxy import KubeletClientConfig
 from .storage.store import Store
 
@@ -100,8 +92,6 @@ class EmbeddedApiServer:
         self.max_connections = max_connections
         self.header_timeout = header_timeout
         self.idle_timeout = idle_timeout
-        # Running while the server runs.
-        self.deadlines: Deadlines | None = None
         self.host = host
         self.audit_log = audit_log
         # Open while the server runs (see audit.py).
@@ -138,17 +128,17 @@ class EmbeddedApiServer:
         )
         self.api.user_of = self.user_of
         self.dispatch: Callable[[Request], Response] = self.api.handle
-        self._httpd: HttpServer | None = None
+        self._front: AioFront | None = None
         self._threads: list[threading.Thread] = []
 
     @property
     def open_connections(self) -> int:
         """Connections being served now (each holds a thread)."""
-        return self._httpd.open_connections if self._httpd is not None else 0
+        return self._front.open_connections if self._front is not None else 0
 
     @property
     def url(self) -> str:
-        if self._httpd is None:
+        if self._front is None:
             raise RuntimeError("the server is not started")
         host = self.host if ":" not in self.host else f"[{self.host}]"
         scheme = "https" if self.tls is not None else "http"
@@ -175,35 +165,25 @@ class EmbeddedApiServer:
         return status_error(401, "Unauthorized", "Unauthorized")
 
     def start(self) -> EmbeddedApiServer:
-        if self._httpd is not None:
+        if self._front is not None:
             return self
         self._stopping.clear()
         if self.audit_log is not None and self.audit is None:
             self.audit = AuditLog(self.audit_log)
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        server_class = type("_Server", (HttpServer,), {"address_family": family})
+        # The handshake runs on the loop (bounded by header_timeout), never in accept().
+        context = server_context(self.tls) if self.tls is not None else None
         try:
-            httpd = server_class((self.host, self.port), Handler)
+            front = AioFront(self, self.host, self.port, context)
         except OSError:
             if self.audit is not None:
                 self.audit.close()
                 self.audit = None
             raise
-        if self.tls is not None:
-            # The handshake happens on the handler's thread, at its first read, so a slow
-            # client never holds up accept().
-            context = server_context(self.tls)
-            httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
-        httpd.owner = self
-        httpd._count_lock = threading.Lock()
-        httpd.active = set()
-        self.port = httpd.server_address[1]
-        self.deadlines = Deadlines(f"apiserver-deadlines-{self.port}")
-        self._httpd = httpd
-        serve = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2},
-                                 name=f"apiserver-{self.port}", daemon=True)  # fmt: skip
+        self.port = front.port
+        self._front = front
+        front.start()
         reaper = threading.Thread(target=self._reap_loop, name=f"apiserver-reaper-{self.port}", daemon=True)
-        self._threads = [serve, reaper]
+        self._threads = [reaper]
         for t in self._threads:
             t.start()
         log.info("embedded API server listening on %s", self.url)
@@ -217,23 +197,18 @@ class EmbeddedApiServer:
         return self
 
     def stop(self) -> None:
-        httpd = self._httpd
-        if httpd is None:
+        front = self._front
+        if front is None:
             return
         self._stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        httpd.close_connections()
-        if self.deadlines is not None:
-            self.deadlines.stop()
-            self.deadlines = None
+        front.stop()
         self.api.metrics.close()
         for t in self._threads:
             t.join(timeout=5)
         if self.audit is not None:
             self.audit.close()
             self.audit = None
-        self._httpd = None
+        self._front = None
         self._threads = []
         log.info("embedded API server on port %d stopped", self.port)
 
