@@ -130,6 +130,44 @@ class _Connection(RequestHandler):
         self.transport.close()
 
 
+class _Splice(asyncio.Protocol):
+    """One side of a relayed connection: what it receives goes to ``peer``; its end ends the peer.
+
+    On the client's side, ``owner`` is aiohttp's protocol the transport was taken from: it is
+    told the connection is lost (so its counts and timers end), and ``done`` resolves."""
+
+    def __init__(self, owner: RequestHandler | None, done: asyncio.Future[None] | None) -> None:
+        self.peer: asyncio.Transport | None = None
+        self._owner = owner
+        self._done = done
+        self._transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.peer is not None and not self.peer.is_closing():
+            self.peer.write(data)
+
+    def eof_received(self) -> bool | None:
+        peer = self.peer
+        if peer is not None and not peer.is_closing():
+            if peer.can_write_eof():
+                peer.write_eof()
+            else:
+                peer.close()
+        return True  # keep this side open for what the peer still sends
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self.peer is not None and not self.peer.is_closing():
+            self.peer.close()
+        if self._owner is not None:
+            owner, self._owner = self._owner, None
+            owner.connection_lost(exc)
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
+
+
 class _Server(web.Server):
     front: AioFront
 
@@ -266,8 +304,11 @@ class AioFront:
                     body=body,
                     raw_query=raw.query_string,
                 )
-                answered = owner.authenticate(request) or await self._loop.run_in_executor(
-                    self._pool, owner.dispatch, request
+                denied = owner.authenticate(request)
+                answered = (
+                    denied
+                    if denied is not None
+                    else await self._loop.run_in_executor(self._pool, owner.dispatch, request)
                 )
                 response = answered
             return await self._write(raw, answered, close=body is None)
@@ -376,32 +417,44 @@ class AioFront:
         transport.abort()
 
     async def _takeover(self, raw: web.BaseRequest, response: Response) -> web.StreamResponse:
-        """The connection goes to the relay (server/proxy.py splices raw sockets): on plain HTTP
-        a blocking duplicate of the socket, on a thread; TLS connections cannot be handed over
-        this way (the TLS state is the loop's), and are answered 501."""
+        """The connection goes to the relay (server/proxy.py, which splices blocking sockets).
+
+        The relay gets one end of a socket pair, on a thread; the loop carries bytes between
+        the other end and the client's transport (TLS or not: the TLS state stays the loop's).
+        The client's transport leaves aiohttp's protocol for a :class:`_Splice`; when either
+        side ends, both close and aiohttp's protocol learns the connection is gone."""
         transport = raw.transport
         takeover = response.takeover
         assert takeover is not None
-        raw.protocol.force_close()
-        sock = transport.get_extra_info("socket") if transport is not None else None
-        if transport is None or sock is None or transport.get_extra_info("sslcontext") is not None:
-            return self._plain(status_error(501, "NotImplemented", "streams over TLS are not relayed yet"))
-        transport.pause_reading()
-        dup = socket.socket(fileno=socket.dup(sock.fileno()))
-        dup.setblocking(True)
-        rfile = dup.makefile("rb")
+        if transport is None:
+            return web.Response(status=500)
+        relay_end, loop_end = socket.socketpair()
+        relay_end.setblocking(True)
+        done: asyncio.Future[None] = self._loop.create_future()
+        client = _Splice(raw.protocol, done)
+        pair_transport, pair = await self._loop.create_connection(lambda: _Splice(None, None), sock=loop_end)
+        client.peer, pair.peer = pair_transport, transport
+        transport.set_protocol(client)
+        client.connection_made(transport)
+        rfile = relay_end.makefile("rb")
 
         def relay() -> None:
             try:
-                takeover(dup, cast(Any, rfile))
+                takeover(relay_end, cast(Any, rfile))
             finally:
                 rfile.close()
-                dup.close()
+                with contextlib.suppress(OSError):
+                    relay_end.shutdown(socket.SHUT_RDWR)
+                relay_end.close()
 
+        relayed = self._loop.run_in_executor(self._pool, relay)
         try:
-            await self._loop.run_in_executor(self._pool, relay)
+            await done  # the client's side ended (after the relay's, or before it)
         finally:
-            transport.abort()
+            pair_transport.close()
+        with contextlib.suppress(Exception):
+            await relayed
+        # Nothing more may be written: aiohttp's writer finds no transport.
         return web.Response(status=101)
 
     def _plain(self, response: Response) -> web.Response:
