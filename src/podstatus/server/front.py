@@ -23,8 +23,9 @@ import ssl
 import struct
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, cast
 from urllib.parse import parse_qsl
 
@@ -77,6 +78,7 @@ class _Connection(RequestHandler):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         front = self.front
+        front.transports.add(cast(asyncio.Transport, transport))
         if front.open_connections >= front.owner.max_connections:
             front.refused(transport)
             transport.close()
@@ -168,6 +170,48 @@ class _Splice(asyncio.Protocol):
             self._done.set_result(None)
 
 
+class _TlsAccept(asyncio.Protocol):
+    """A TLS connection's first protocol: the handshake (bounded by the header timeout), then
+    the connection goes to aiohttp's protocol. A refused handshake is one log line."""
+
+    def __init__(self, front: AioFront, web_server: _Server, context: ssl.SSLContext) -> None:
+        self._front = front
+        self._web = web_server
+        self._context = context
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        tcp = cast(asyncio.Transport, transport)
+        self._front.transports.add(tcp)
+        tcp.pause_reading()  # the ClientHello is the handshake's, not the HTTP parser's
+        asyncio.get_running_loop().create_task(self._handshake(tcp))
+
+    async def _handshake(self, tcp: asyncio.Transport) -> None:
+        loop = asyncio.get_running_loop()
+        conn = self._web()
+        peer = tcp.get_extra_info("peername")
+        try:
+            tls = await loop.start_tls(
+                tcp, conn, self._context, server_side=True,
+                ssl_handshake_timeout=self._front.owner.header_timeout,
+            )  # fmt: skip
+        except (OSError, TimeoutError, ConnectionError) as err:
+            log.warning(
+                "TLS handshake with %s failed: %s",
+                peer[0] if peer else "?",
+                getattr(err, "reason", None) or err or type(err).__name__,
+                extra={"peer": str(peer), "error": str(err)},
+            )
+            tcp.abort()
+            return
+        if tls is None:
+            tcp.abort()
+            return
+        conn.connection_made(tls)
+
+    def data_received(self, data: bytes) -> None:  # pragma: no cover - reading is paused
+        pass
+
+
 class _Server(web.Server):
     front: AioFront
 
@@ -185,6 +229,10 @@ class AioFront:
         self.open_connections = 0
         self.refused_connections = 0
         self.expired = 0
+        # Every accepted socket's transport, until it is collected (aborted at stop).
+        self.transports: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
+        # Responses being streamed now (watches, logs): each holds a pool thread while it waits.
+        self.open_streams = 0
         self._refusal_logged = 0.0
         self._tls = tls
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -226,12 +274,11 @@ class AioFront:
         )
         web_server.front = self
         self._web = web_server
-        self._server = loop.run_until_complete(
-            loop.create_server(
-                web_server, sock=self._sock, ssl=self._tls, backlog=4096,
-                ssl_handshake_timeout=self.owner.header_timeout if self._tls is not None else None,
-            )
-        )  # fmt: skip
+        tls = self._tls
+        factory: Callable[[], asyncio.BaseProtocol] = (
+            web_server if tls is None else lambda: _TlsAccept(self, web_server, tls)
+        )
+        self._server = loop.run_until_complete(loop.create_server(factory, sock=self._sock, backlog=4096))
         self._ready.set()
         try:
             loop.run_forever()
@@ -253,11 +300,13 @@ class AioFront:
             if self._server is not None:
                 self._server.close()
             if self._web is not None:
-                # A stopped server answers nothing more, keep-alive or not.
                 for conn in list(self._web.connections):
                     conn.force_close()
-                    if conn.transport is not None:
-                        conn.transport.abort()
+            # A stopped server answers nothing more, keep-alive or not, handshake or relay.
+            for transport in list(self.transports):
+                transport.abort()
+            for _ in range(3):  # their connection_lost callbacks
+                await asyncio.sleep(0)
             loop.stop()
 
         asyncio.run_coroutine_threadsafe(shut(), loop)
@@ -381,10 +430,14 @@ class AioFront:
     async def _stream(
         self, raw: web.BaseRequest, stream: Iterator[bytes], out: web.StreamResponse
     ) -> web.StreamResponse:
+        pending: Future[object] | None = None
+        self.open_streams += 1
         try:
             await out.prepare(raw)
             while True:
-                chunk = await self._loop.run_in_executor(self._pool, next, stream, _END)
+                pending = self._pool.submit(next, stream, _END)
+                chunk = await asyncio.wrap_future(pending)
+                pending = None
                 if chunk is _END:
                     break
                 if not chunk:
@@ -398,9 +451,16 @@ class AioFront:
         except (ConnectionResetError, OSError):
             raw.protocol.force_close()
         finally:
+            self.open_streams -= 1
+            # The stream is closed on the pool, after the step it may still be running
+            # (cancelled at stop, or the client left): a generator cannot be closed mid-step.
             close = getattr(stream, "close", None)
             if close is not None:
-                await self._loop.run_in_executor(self._pool, close)
+                if pending is not None and not pending.done():
+                    pending.add_done_callback(lambda _: close())
+                else:
+                    with contextlib.suppress(RuntimeError):  # the pool is shut down: stopping
+                        self._pool.submit(close)
         return out
 
     @staticmethod

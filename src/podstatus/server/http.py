@@ -137,6 +137,11 @@ class EmbeddedApiServer:
         return self._front.open_connections if self._front is not None else 0
 
     @property
+    def open_streams(self) -> int:
+        """Responses being streamed now (watches, followed logs)."""
+        return self._front.open_streams if self._front is not None else 0
+
+    @property
     def url(self) -> str:
         if self._front is None:
             raise RuntimeError("the server is not started")
