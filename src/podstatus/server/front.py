@@ -54,6 +54,17 @@ DEFAULT_IDLE_TIMEOUT = 90.0
 # A body over the limit is read and dropped up to this many times the limit, then the connection closes.
 _DRAIN_FACTOR = 16
 _END = object()
+# How often an idle watch checks whether its client left or the server is stopping.
+_IDLE_CHECK_SECONDS = 1.0
+
+
+class _Versions(Protocol):
+    """The store's version counter, which the watches wait on."""
+
+    @property
+    def resource_version(self) -> int: ...
+
+    def wait_for_resource_version(self, rv: int, timeout: float) -> bool: ...
 
 
 class FrontOwner(Protocol):
@@ -67,7 +78,12 @@ class FrontOwner(Protocol):
     audit: AuditLog | None
     dispatch: Callable[[Request], Response]
 
+    @property
+    def store(self) -> _Versions: ...
+
     def authenticate(self, request: Request) -> Response | None: ...
+
+    def may_block(self, request: Request) -> bool: ...
 
 
 class _Connection(RequestHandler):
@@ -256,10 +272,31 @@ class AioFront:
         self._server: asyncio.AbstractServer | None = None
         self._web: _Server | None = None
         self._thread = threading.Thread(target=self._run, name=f"apiserver-{self.port}", daemon=True)
+        # Set (and replaced) on the loop each time the store's version moves: the watches' wake-up.
+        self._changed: asyncio.Event = asyncio.Event()
+        self._stopped = threading.Event()
+        self._notifier = threading.Thread(
+            target=self._notify_changes, name=f"apiserver-changes-{self.port}", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()
         self._ready.wait(10)
+        self._notifier.start()
+
+    def _notify_changes(self) -> None:
+        # One thread waits on the store for every watch; the loop wakes those that wait.
+        store = self.owner.store
+        seen = store.resource_version
+        while not self._stopped.is_set():
+            if store.wait_for_resource_version(seen + 1, 0.5):
+                seen = store.resource_version
+                with contextlib.suppress(RuntimeError):  # the loop is closed: stopping
+                    self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
     def _run(self) -> None:
         loop = self._loop
@@ -309,8 +346,10 @@ class AioFront:
                 await asyncio.sleep(0)
             loop.stop()
 
+        self._stopped.set()
         asyncio.run_coroutine_threadsafe(shut(), loop)
         self._thread.join(timeout=10)
+        self._notifier.join(timeout=5)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def refused(self, transport: asyncio.BaseTransport) -> None:
@@ -354,11 +393,13 @@ class AioFront:
                     raw_query=raw.query_string,
                 )
                 denied = owner.authenticate(request)
-                answered = (
-                    denied
-                    if denied is not None
-                    else await self._loop.run_in_executor(self._pool, owner.dispatch, request)
-                )
+                if denied is not None:
+                    answered = denied
+                elif owner.may_block(request):
+                    answered = await self._loop.run_in_executor(self._pool, owner.dispatch, request)
+                else:
+                    # Quick store work: on the loop, no thread hand-off.
+                    answered = owner.dispatch(request)
                 response = answered
             return await self._write(raw, answered, close=body is None)
         finally:
@@ -425,7 +466,40 @@ class AioFront:
         for w in response.warnings:
             streamed.headers.add("Warning", warning_value(w))
         streamed.enable_chunked_encoding()
+        if response.stream_polls:
+            return await self._poll_stream(raw, stream, streamed)
         return await self._stream(raw, stream, streamed)
+
+    async def _poll_stream(
+        self, raw: web.BaseRequest, stream: Iterator[bytes], out: web.StreamResponse
+    ) -> web.StreamResponse:
+        """A stream whose steps never block (a watch), on the loop: after "nothing now" it
+        waits for the store to change (or a second, for the departed-client check)."""
+        self.open_streams += 1
+        try:
+            await out.prepare(raw)
+            while True:
+                changed = self._changed
+                chunk = next(stream, None)
+                if chunk is None:
+                    break
+                if chunk:
+                    await out.write(chunk)
+                    continue
+                if raw.transport is None or raw.transport.is_closing():
+                    raw.protocol.force_close()
+                    return out
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), _IDLE_CHECK_SECONDS)
+            await out.write_eof()
+        except (ConnectionResetError, OSError):
+            raw.protocol.force_close()
+        finally:
+            self.open_streams -= 1
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        return out
 
     async def _stream(
         self, raw: web.BaseRequest, stream: Iterator[bytes], out: web.StreamResponse

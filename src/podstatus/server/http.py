@@ -26,6 +26,7 @@ from ..tls import TlsMaterial, generate_tls, server_context, write_private
 from . import reviews, security
 from .audit import AuditLog
 from .endpoints import ApiHandler, Request, Response
+from .endpoints.groups import KUBELET_PATH
 from .endpoints.wire import MAX_BODY_BYTES, PUBLIC_PATHS, status_error
 from .front import DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, AioFront
 from .proxy import KubeletClientConfig
@@ -125,6 +126,8 @@ class EmbeddedApiServer:
             stopping=self._stopping,
             bookmark_interval=bookmark_interval,
             kubelet_client=kubelet_client,
+            # The front waits on the store's changes for its watches (a step never blocks).
+            watch_poll_seconds=0.0,
         )
         self.api.user_of = self.user_of
         self.dispatch: Callable[[Request], Response] = self.api.handle
@@ -154,6 +157,23 @@ class EmbeddedApiServer:
         if self.token is not None and security.bearer_ok(request.header("authorization"), self.token):
             return reviews.TOKEN_USER
         return reviews.ANONYMOUS
+
+    def may_block(self, request: Request) -> bool:
+        """Whether serving ``request`` may wait (the front then serves it on a thread): behind
+        a dispatch wrapper (fault injection sleeps), a kubelet's or metrics-server's answer, or a
+        read at a resourceVersion the store has not reached. The rest is quick store work."""
+        if self.dispatch != self.api.handle:
+            return True
+        path = request.path
+        if path.startswith("/apis/metrics.k8s.io") or KUBELET_PATH.match(path):
+            return True
+        wanted = request.query.get("resourceVersion")
+        if not wanted or wanted == "0":
+            return False
+        try:
+            return int(wanted) > self.store.resource_version
+        except ValueError:
+            return False  # answered at once: 400
 
     def authenticate(self, request: Request) -> Response | None:
         """None when the request may go on; else kube-apiserver's 401.

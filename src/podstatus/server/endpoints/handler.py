@@ -20,7 +20,7 @@ from ..proxy import KubeletClientConfig, KubeletProxy
 from ..storage.store import Store
 from .groups import KUBELET_PATH, metrics_group, review
 from .resources import ResourceEndpoints
-from .watches import WatchEndpoint
+from .watches import POLL_SECONDS, WatchEndpoint
 from .wire import NOT_ALLOWED, NOT_FOUND, Request, Response, as_yaml, encode, read_only, status_error
 
 __all__ = ["ApiHandler"]
@@ -41,6 +41,7 @@ class ApiHandler:
         bookmark_interval: float = 60.0,
         default_watch_timeout: float = 1800.0,
         kubelet_client: KubeletClientConfig | None = None,
+        watch_poll_seconds: float = POLL_SECONDS,
     ) -> None:
         self.store = store
         # pods/log, exec, attach, portforward and nodes/proxy go to the nodes' kubelets.
@@ -51,7 +52,7 @@ class ApiHandler:
         self._stopping = stopping if stopping is not None else threading.Event()
         self.watches = WatchEndpoint(
             store, self.counter, self._stopping, bookmark_interval=bookmark_interval,
-            default_watch_timeout=default_watch_timeout,
+            default_watch_timeout=default_watch_timeout, poll_seconds=watch_poll_seconds,
         )  # fmt: skip
         self.resources = ResourceEndpoints(store, self.counter, self.kubelet, self.watches)
         # Who a request was authenticated as (the server that checks tokens sets this).

@@ -61,12 +61,16 @@ class WatchEndpoint:
         *,
         bookmark_interval: float,
         default_watch_timeout: float,
+        poll_seconds: float = POLL_SECONDS,
     ) -> None:
         self.store = store
         self.counter = counter
         self._stopping = stopping
         self.bookmark_interval = bookmark_interval
         self.default_watch_timeout = default_watch_timeout
+        # How long one step of a stream waits for an event: 0 for a front that waits on the
+        # store's changes itself (then a step never blocks).
+        self.poll_seconds = poll_seconds
 
     def serve(self, req: Request, resource: str, namespace: str | None) -> Response:
         self.counter.inc("watch")
@@ -105,7 +109,10 @@ class WatchEndpoint:
             table=table,
             include_object=q.get("includeObject", ""),
         )
-        return Response(200, content_type=TABLE_TYPE if table else JSON, stream=stream)
+        return Response(
+            200, content_type=TABLE_TYPE if table else JSON, stream=stream,
+            stream_polls=self.poll_seconds == 0,
+        )  # fmt: skip
 
     def _watch_stream(
         self,
@@ -136,7 +143,7 @@ class WatchEndpoint:
                 if remaining <= 0 or self._stopping.is_set():
                     return
                 try:
-                    event = watch.next(timeout=min(remaining, POLL_SECONDS))
+                    event = watch.next(timeout=min(remaining, self.poll_seconds))
                 except GoneError as err:
                     body = err.status or status_body(410, "Expired", err.message)
                     yield b'{"type":"ERROR","object":' + encode(body) + b"}\n"

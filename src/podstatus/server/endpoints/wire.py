@@ -76,6 +76,9 @@ class Response:
     warnings: list[str] = field(default_factory=list)
     # The connection is handed to this after dispatch (an upgraded stream relayed to a kubelet).
     takeover: Takeover | None = None
+    # The stream never blocks: an empty chunk means "nothing now", and the front asks again
+    # once the store changed (a watch served on an event loop); else each step may block.
+    stream_polls: bool = False
 
     @classmethod
     def json(cls, status: int, data: Any) -> Response:
