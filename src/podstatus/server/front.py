@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, cast
 from urllib.parse import parse_qsl
 
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 from aiohttp.web_protocol import RequestHandler
 
 from .audit import AuditLog
@@ -125,6 +125,43 @@ class _Connection(RequestHandler):
             self._cancel_header_timer()  # a request's headers are complete
         elif in_headers and data and self._header_timer is None:
             self._arm_header_timer()  # the next request started: its headers get the timeout
+
+    def eof_received(self) -> bool:  # type: ignore[override]  # asyncio's: True keeps it open
+        # A client that half-closes after its request still reads the answer (as from Go's
+        # server): the connection ends once the requests in hand are answered.
+        self.close()
+        return True
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """A request aiohttp could not parse (bad framing: Content-Length, chunk sizes) or a
+        handler's failure: kube-apiserver's Status body, one log line, the connection closed."""
+        if status >= 500:
+            log.error("error serving %s", request.remote, exc_info=exc)
+            text = "Internal error occurred"
+            reason = "InternalError"
+        else:
+            detail = (getattr(exc, "message", None) or message or str(exc or "")).strip().splitlines()
+            first = detail[0].rstrip(":") if detail else "bad request"
+            if "Content-Length" in first:
+                text = f"bad Content-Length: {first}"
+            elif "chunk" in first.lower():
+                text = f"malformed chunked encoding: {first}"
+            else:
+                text = first
+            reason = "BadRequest" if status == 400 else "RequestError"
+            log.info("refused a malformed request", extra={"peer": str(request.remote), "error": text})
+        body = status_error(status, reason, text)
+        resp = web.Response(status=status, body=body.body, headers={"Content-Type": body.content_type})
+        resp.force_close()
+        # A request that failed to parse has no version of its own: answer as HTTP/1.1.
+        request._version = HttpVersion11
+        return resp
 
     def _arm_header_timer(self) -> None:
         self._cancel_header_timer()
