@@ -46,8 +46,10 @@ class SyncTask:
     """What a status manager gives the pool: its work, as two callables. Compared by identity.
 
     ``step()`` runs on a pool worker: the pass that is wanted, then the sync of
-    one queued pod (never two steps of one task at once: the pool hands a task to
-    one worker at a time). ``timer_fired(generation, full)`` runs under the pool's
+    one queued pod. Wakes of a task that is waiting for a worker count once; a task
+    woken while a step of it runs may step again on another worker at the same
+    time (the manager caps its own pods in flight, and wakes itself for more).
+    ``timer_fired(generation, full)`` runs under the pool's
     lock when a timer entry of the task is due; True asks for a step. An entry
     whose ``generation`` is no longer the task's is void (stopped meanwhile).
     """

@@ -79,11 +79,12 @@ def test_three_nodes_share_one_watch_and_each_keeps_its_lease(server: EmbeddedAp
     assert sim.runtime is not None and all(a.agent.runtime is sim.runtime for a in sim.agents)
     attached: list[Any] = []
     attach = sim.runtime.sync.attach
-    sim.runtime.sync.attach = lambda m, g, p: (attached.append(m), attach(m, g, p))[1]  # type: ignore[method-assign]
+    sim.runtime.sync.attach = lambda t, g, p: (attached.append(t), attach(t, g, p))[1]  # type: ignore[method-assign]
     try:
         result = sim.run()
         assert result.failures() == [] and result.ok
-        assert {id(m) for m in attached} == {id(a.manager) for a in sim.agents}
+        # The pool is handed each manager's SyncTask (scheduling never sees the manager itself).
+        assert {id(t) for t in attached} == {id(a.manager._task) for a in sim.agents}
         assert sim.runtime.sync.steps > 0
 
         # The pods: on the 3 nodes only, and each node got its share.
