@@ -128,7 +128,11 @@ class _Connection(RequestHandler):
 
     def eof_received(self) -> bool:  # type: ignore[override]  # asyncio's: True keeps it open
         # A client that half-closes after its request still reads the answer (as from Go's
-        # server): the connection ends once the requests in hand are answered.
+        # server): the connection ends once the requests in hand are answered. An idle one
+        # ends now.
+        waiting = self._waiter
+        if waiting is not None and not waiting.done():
+            return False  # nothing in hand (or a request that can no longer complete): close
         self.close()
         return True
 
@@ -181,8 +185,7 @@ class _Connection(RequestHandler):
             "closed a connection that sent no complete request headers in time",
             extra={"peer": str(self.transport.get_extra_info("peername"))},
         )
-        self.force_close()
-        self.transport.close()
+        self.force_close()  # closes the transport
 
 
 class _Splice(asyncio.Protocol):
@@ -312,6 +315,9 @@ class AioFront:
         # Set (and replaced) on the loop each time the store's version moves: the watches' wake-up.
         self._changed: asyncio.Event = asyncio.Event()
         self._stopped = threading.Event()
+        # Set while a watch is being stepped on the loop (``_polling`` of them).
+        self._watching = threading.Event()
+        self._polling = 0
         self._notifier = threading.Thread(
             target=self._notify_changes, name=f"apiserver-changes-{self.port}", daemon=True
         )
@@ -322,14 +328,23 @@ class AioFront:
         self._notifier.start()
 
     def _notify_changes(self) -> None:
-        # One thread waits on the store for every watch; the loop wakes those that wait.
+        # One thread waits on the store for every watch; the loop wakes those that wait. With
+        # no watch open it waits for one instead, so writes do not wake the loop for nobody.
         store = self.owner.store
-        seen = store.resource_version
         while not self._stopped.is_set():
-            if store.wait_for_resource_version(seen + 1, 0.5):
-                seen = store.resource_version
-                with contextlib.suppress(RuntimeError):  # the loop is closed: stopping
-                    self._loop.call_soon_threadsafe(self._wake)
+            if not self._watching.wait(0.5):
+                continue
+            # What changed before the first watch began is its first step's; wake once to be sure.
+            seen = store.resource_version
+            self._wake_loop()
+            while self._watching.is_set() and not self._stopped.is_set():
+                if store.wait_for_resource_version(seen + 1, 0.5):
+                    seen = store.resource_version
+                    self._wake_loop()
+
+    def _wake_loop(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: stopping
+            self._loop.call_soon_threadsafe(self._wake)
 
     def _wake(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
@@ -513,6 +528,8 @@ class AioFront:
         """A stream whose steps never block (a watch), on the loop: after "nothing now" it
         waits for the store to change (or a second, for the departed-client check)."""
         self.open_streams += 1
+        self._polling += 1
+        self._watching.set()
         try:
             await out.prepare(raw)
             while True:
@@ -533,6 +550,9 @@ class AioFront:
             raw.protocol.force_close()
         finally:
             self.open_streams -= 1
+            self._polling -= 1
+            if not self._polling:
+                self._watching.clear()
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
