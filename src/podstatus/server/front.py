@@ -91,6 +91,8 @@ class _Connection(RequestHandler):
 
     front: AioFront
     _header_timer: asyncio.TimerHandle | None = None
+    # The client sent its end (EOF): it reads what is in hand, but no stream goes on for it.
+    client_done = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         front = self.front
@@ -127,6 +129,7 @@ class _Connection(RequestHandler):
             self._arm_header_timer()  # the next request started: its headers get the timeout
 
     def eof_received(self) -> bool:  # type: ignore[override]  # asyncio's: True keeps it open
+        self.client_done = True  # a stream being written to it ends (its client left)
         # A client that half-closes after its request still reads the answer (as from Go's
         # server): the connection ends once the requests in hand are answered. An idle one
         # ends now.
@@ -540,7 +543,7 @@ class AioFront:
                 if chunk:
                     await out.write(chunk)
                     continue
-                if raw.transport is None or raw.transport.is_closing():
+                if _client_gone(raw):
                     raw.protocol.force_close()
                     return out
                 with contextlib.suppress(TimeoutError):
@@ -573,7 +576,7 @@ class AioFront:
                     break
                 if not chunk:
                     # The stream's "still there?": a departed client shows as a closing transport.
-                    if raw.transport is None or raw.transport.is_closing():
+                    if _client_gone(raw):
                         raw.protocol.force_close()
                         return out
                     continue
@@ -650,3 +653,13 @@ class AioFront:
 
     def _plain(self, response: Response) -> web.Response:
         return web.Response(status=response.status, body=response.body, headers=self._headers(response))
+
+
+def _client_gone(raw: web.BaseRequest) -> bool:
+    """Whether the client of a streamed response left: its connection closed, or it sent its end."""
+    conn = raw.protocol
+    return (
+        raw.transport is None
+        or raw.transport.is_closing()
+        or (isinstance(conn, _Connection) and conn.client_done)
+    )
