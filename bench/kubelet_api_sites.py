@@ -17,7 +17,7 @@ import time
 
 from aiohttp import web
 
-from podstatus.server.security import generate_tls, server_context
+from podstatus.tls import generate_tls, server_context
 
 
 def rss_mib() -> float:

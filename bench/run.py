@@ -31,6 +31,7 @@ from bench import (  # noqa: E402
     bench_e2e,
     bench_memory,
     bench_resync,
+    bench_server,
     bench_setter,
     bench_store,
     bench_transport,
@@ -39,7 +40,7 @@ from bench import (  # noqa: E402
 from bench._common import machine  # noqa: E402
 from bench.scale.harness import RunResult, cpu_after_start, pod_requests_per_pod  # noqa: E402
 
-NAMES = ("types", "setter", "memory", "resync", "transport", "e2e", "scaling", "store")
+NAMES = ("types", "setter", "memory", "resync", "transport", "server", "e2e", "scaling", "store")
 
 # Sizes of every benchmark: the full run (make bench) and a smoke run (--quick).
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
@@ -49,6 +50,14 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "memory": {"pods": 100_000, "peer_pods": 2_000},
         "resync": {"pods": 100_000},
         "transport": {"requests": 2_000, "repeats": 5},
+        "server": {
+            "requests": 2_000,
+            "list_requests": 40,
+            "pods": 1_000,
+            "watchers": 500,
+            "events": 10,
+            "repeats": 3,
+        },
         "e2e": {"pods": 1_000, "changes_per_pod": 5, "rate": 100.0, "latency": 0.005},
         "scaling": {"pods": 10_000, "changes_per_pod": 0.2, "rate": 100.0, "latency": 0.005},
         "store": {"repeats": 7, "number": 400},
@@ -59,6 +68,7 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "memory": {"pods": 300, "peer_pods": 20},
         "resync": {"pods": 300},
         "transport": {"requests": 50, "repeats": 2},
+        "server": {"requests": 50, "list_requests": 3, "pods": 30, "watchers": 10, "events": 2, "repeats": 1},
         "e2e": {"pods": 20, "changes_per_pod": 2, "rate": 400.0, "latency": 0.005},
         "scaling": {"pods": 60, "changes_per_pod": 0.5, "rate": 400.0, "latency": 0.005},
         "store": {"repeats": 3, "number": 50},
@@ -71,6 +81,7 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "memory": bench_memory.run,
     "resync": bench_resync.run,
     "transport": bench_transport.run,
+    "server": bench_server.run,
     "e2e": bench_e2e.run,
     "scaling": bench_e2e.run,
     "store": bench_store.run,
@@ -270,6 +281,9 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 _met(r["met"]),
             )
         )
+    r = results.get("server")
+    if r:
+        out.extend(server_rows(r))
     for key, label in (("e2e", "e2e"), ("scaling", "scaling")):
         r = results.get(key)
         if not r:
@@ -370,6 +384,52 @@ def rows(results: dict[str, Any]) -> list[Row]:
             "store: PATCH pods/status that changes nothing (peer: one Pod decode + encode)",
             _us(r["noop_us"]), _us(r["floor_us"]), _x(r["ratio_noop"]), "", "—",
         ))  # fmt: skip
+    return out
+
+
+def server_rows(r: dict[str, Any]) -> list[Row]:
+    """The embedded server's rows; the peer is another source tree's server (PODSTATUS_BENCH_PEER_SRC)."""
+    labels = {
+        "get": "GET pod",
+        "patch": "PATCH pods/status",
+        "list": f"LIST {r['pods']:,} pods",
+    }
+    peer = r.get("peer")
+    where = f"{r['clients']} keep-alive clients, {r['repeats']} servers" + (
+        f"; peer: {r['trees']['peer']}" if peer else ""
+    )
+    out: list[Row] = []
+
+    def cell(x: dict[str, float]) -> str:
+        return (
+            f"{x['rps']:,.0f}/s, p50 {x['p50_ms']:.2f} ms, p99 {x['p99_ms']:.2f} ms, "
+            f"server CPU {x['server_cpu_us']:,.0f} µs/req"
+        )
+
+    for op, label in labels.items():
+        ours = r["ours"][op]
+        out.append((
+            f"server: {label} ({where})",
+            cell(ours),
+            cell(peer[op]) if peer else "",
+            f"{ours['rps'] / peer[op]['rps']:.2f}x" if peer else "",
+            "", "—",
+        ))  # fmt: skip
+
+    def watch_cell(x: dict[str, float]) -> str:
+        return (
+            f"p50 {x['p50_ms']:.1f} ms, p99 {x['p99_ms']:.1f} ms, lost {x['lost']:.0f}, "
+            f"server CPU {x['server_cpu_us']:,.0f} µs/delivery"
+        )
+
+    w = r["ours"]["watch"]
+    out.append((
+        f"server: watch event delivery, PATCH to each of {r['watchers']:,} watches ({r['events']} events)",
+        watch_cell(w),
+        watch_cell(peer["watch"]) if peer else "",
+        f"{peer['watch']['p99_ms'] / w['p99_ms']:.2f}x (p99)" if peer else "",
+        "0 lost", _met(w["lost"] == 0),
+    ))  # fmt: skip
     return out
 
 

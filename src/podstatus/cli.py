@@ -313,6 +313,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .server import security
+    from .tls import generate_ca, issue_serving_cert
 
     console = Console()
     loopback = security.is_loopback(args.host)
@@ -329,8 +330,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         material: Any = tls
         if tls:
             # One fresh CA for the serving and the kubelet client certificate, as at a kept start.
-            ca_pem, ca_key = security.generate_ca()
-            material = security.issue_serving_cert(ca_pem, ca_key, [args.host])
+            ca_pem, ca_key = generate_ca()
+            material = issue_serving_cert(ca_pem, ca_key, [args.host])
             client = security.issue_client_cert(ca_pem, ca_key)
     else:
         state_dir = Path(args.state_dir) if args.state_dir else security.default_state_dir()
@@ -451,7 +452,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     written: Path | None = None
     temp_dir: Path | None = None
     if not args.kubeconfig:
-        from .server.security import private_dir
+        from .tls import private_dir
 
         server = _make_server("127.0.0.1", 0, args.faults)
         server.start()

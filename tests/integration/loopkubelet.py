@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from podstatus.server.security import TlsMaterial, generate_tls
+from podstatus.tls import TlsMaterial, generate_tls
 
 
 @dataclass
@@ -77,7 +77,7 @@ class LoopbackKubelet:
         await self._runner.cleanup()
 
     def _context(self) -> ssl.SSLContext:
-        from podstatus.server.security import private_dir, write_private
+        from podstatus.tls import private_dir, write_private
 
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         folder = private_dir()

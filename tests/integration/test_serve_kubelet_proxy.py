@@ -27,6 +27,7 @@ from loopkubelet import LoopbackKubelet
 
 from podstatus.server import EmbeddedApiServer, security
 from podstatus.server.proxy import KubeletClientConfig
+from podstatus.tls import generate_ca, issue_serving_cert
 from testkit import kubectl_path
 
 KUBECTL = kubectl_path()
@@ -63,7 +64,7 @@ def _pod(
 
 @pytest.fixture(scope="module")
 def ca() -> tuple[bytes, bytes]:
-    return security.generate_ca()
+    return generate_ca()
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def kubelet(ca: tuple[bytes, bytes]) -> Iterator[LoopbackKubelet]:
 
 @pytest.fixture(scope="module")
 def server(ca: tuple[bytes, bytes], kubelet: LoopbackKubelet) -> Iterator[EmbeddedApiServer]:
-    material = security.issue_serving_cert(ca[0], ca[1], ["127.0.0.1"])
+    material = issue_serving_cert(ca[0], ca[1], ["127.0.0.1"])
     cert, key = security.issue_client_cert(*ca)
     with EmbeddedApiServer(token=TOKEN, tls=material, kubelet_client=KubeletClientConfig(cert, key)) as srv:
         _node(srv, "vn-1", kubelet.port)

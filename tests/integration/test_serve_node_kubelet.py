@@ -22,6 +22,7 @@ import pytest
 
 from podstatus.server import EmbeddedApiServer, security
 from podstatus.server.proxy import KubeletClientConfig
+from podstatus.tls import generate_ca, issue_serving_cert
 from testkit import kubectl_path
 
 KUBECTL = kubectl_path()
@@ -38,8 +39,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EmbeddedApiServer, dict[str, str]]]:
     tmp = tmp_path_factory.mktemp("serve-node")
-    ca, ca_key = security.generate_ca()
-    material = security.issue_serving_cert(ca, ca_key, ["127.0.0.1"])
+    ca, ca_key = generate_ca()
+    material = issue_serving_cert(ca, ca_key, ["127.0.0.1"])
     client = security.issue_client_cert(ca, ca_key)
     with EmbeddedApiServer(token=TOKEN, tls=material, kubelet_client=KubeletClientConfig(*client)) as server:
         config = server.write_kubeconfig(tmp / "kubeconfig")
@@ -230,7 +231,7 @@ def test_only_a_podstatus_serve_ca_is_taken_from_the_kubeconfig(tmp_path: Path) 
         }))  # fmt: skip
         return str(path)
 
-    serve_ca, _ = security.generate_ca()
+    serve_ca, _ = generate_ca()
     assert serve_client_ca(kubeconfig(serve_ca), None) == serve_ca
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])

@@ -19,7 +19,8 @@ import yaml
 
 from podstatus.clients.http import HttpKubeClient
 from podstatus.server import EmbeddedApiServer
-from podstatus.server.security import bearer_ok, is_loopback, write_private
+from podstatus.server.security import bearer_ok, is_loopback
+from podstatus.tls import write_private
 from testkit import kubectl_path
 
 KUBECTL = kubectl_path()
@@ -242,23 +243,22 @@ def test_a_watch_over_tls_ends_when_its_client_leaves(
 ) -> None:
     import http.client
     import ssl
-    import threading
 
     assert secured.tls is not None
     context = ssl.create_default_context(cadata=secured.tls.ca_pem.decode())
-    baseline = threading.active_count()
+    baseline = secured.open_streams
     conn = http.client.HTTPSConnection("127.0.0.1", secured.port, context=context, timeout=10)
     conn.request(
         "GET", "/api/v1/namespaces/default/pods?watch=1", headers={"Authorization": f"Bearer {TOKEN}"}
     )
     resp = conn.getresponse()
     assert resp.status == 200
-    assert threading.active_count() > baseline  # the handler thread serves the watch
+    assert secured.open_streams > baseline  # the watch is being served (it holds a pool thread)
     conn.close()
     resp.close()
     deadline = time.monotonic() + 10
-    while threading.active_count() > baseline and time.monotonic() < deadline:
+    while secured.open_streams > baseline and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert threading.active_count() == baseline, "the watch's thread outlived its client"
+    assert secured.open_streams == baseline, "the watch outlived its client"
     # It ended by noticing the departure, not by an error (no peeking through TLS).
     assert "Traceback" not in capfd.readouterr().err

@@ -122,3 +122,25 @@ def test_kubeconfig(server: EmbeddedApiServer, tmp_path: Any) -> None:
     path = server.write_kubeconfig(tmp_path / "kc" / "config")
     data = yaml.safe_load(path.read_text())
     assert data["clusters"][0]["cluster"]["server"] == server.url
+
+
+def test_a_watch_ends_when_its_client_leaves_and_is_audited(tmp_path: Any) -> None:
+    # The front sees the client's end (its FIN) while the watch is idle; the audit line is then written.
+    import socket
+    import time
+
+    audit = tmp_path / "audit.log"
+    with EmbeddedApiServer(audit_log=audit) as srv:
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        sock.sendall(b"GET /api/v1/pods?watch=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        assert srv.open_streams == 1
+        sock.close()
+        deadline = time.monotonic() + 10
+        while (srv.open_streams or srv.open_connections) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (srv.open_streams, srv.open_connections) == (0, 0), "the watch outlived its client"
+        deadline = time.monotonic() + 5
+        while '"verb":"watch"' not in audit.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert '"verb":"watch"' in audit.read_text()

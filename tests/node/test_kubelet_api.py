@@ -30,7 +30,7 @@ from podstatus.node.kubeletapi import (
 from podstatus.node.kubeletapi.auth import attributes
 from podstatus.node.kubeletapi.streams import INBOUND_LIMIT
 from podstatus.server.http import EmbeddedApiServer
-from podstatus.server.security import generate_ca
+from podstatus.tls import generate_ca
 
 
 def run(coro: Any) -> Any:

@@ -18,7 +18,7 @@ from kubeletkit import client_context, issue_client_cert
 from nodeproc import NodeProcess, pod_body, wait_for
 
 from podstatus.clients.http import HttpKubeClient
-from podstatus.server.security import generate_ca
+from podstatus.tls import generate_ca
 
 TOLERATE = [{"key": "podstatus.io/virtual-node", "operator": "Exists", "effect": "NoSchedule"}]
 KIT = Path(__file__).resolve().parent

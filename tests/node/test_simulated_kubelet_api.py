@@ -21,7 +21,7 @@ from podstatus.clients.embedded import EmbeddedClient
 from podstatus.node import SimulatedProvider
 from podstatus.node.kubeletapi import KubeletAPIConfig, KubeletAPIServer
 from podstatus.server.http import EmbeddedApiServer
-from podstatus.server.security import generate_ca
+from podstatus.tls import generate_ca
 
 
 @pytest.fixture

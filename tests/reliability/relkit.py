@@ -33,7 +33,8 @@ from podstatus.patch import (
     diff_pod_status,
     has_changes,
 )
-from podstatus.server.http import EmbeddedApiServer, Request, Response
+from podstatus.server.endpoints import Request, Response
+from podstatus.server.http import EmbeddedApiServer
 from podstatus.server.storage.objects import Stored
 from podstatus.server.storage.store import Store
 from podstatus.simulator.invariants import Invariant  # the simulator's counter serves here too

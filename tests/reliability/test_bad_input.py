@@ -32,7 +32,8 @@ from podstatus import (
 )
 from podstatus.clients.fake import FakeKubeClient
 from podstatus.deletion import FakePodDeletionSafety
-from podstatus.server.http import MAX_BODY_BYTES, ApiHandler, EmbeddedApiServer, Request
+from podstatus.server.endpoints import MAX_BODY_BYTES, ApiHandler, Request
+from podstatus.server.http import EmbeddedApiServer
 from podstatus.server.storage.store import Store
 from podstatus.types import (
     Container,
@@ -590,7 +591,7 @@ def test_loop_survives_a_server_that_answers_garbage() -> None:
     """An invalid pod from the server (a broken proxy, a buggy server) is logged, never fatal."""
     with EmbeddedApiServer() as srv:
         from podstatus.clients.http import HttpKubeClient
-        from podstatus.server.http import Response
+        from podstatus.server.endpoints import Response
 
         created = srv.store.create("pods", "default", _SERVER_POD)
         pod = created.pod

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from podstatus.server.http import ApiHandler, Request
+from podstatus.server.endpoints import ApiHandler, Request
 from podstatus.server.storage.store import Store
 
 PATHS = {

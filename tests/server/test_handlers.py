@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from podstatus.server.http import ApiHandler, Request, Response
+from podstatus.server.endpoints import ApiHandler, Request, Response
 from podstatus.server.storage.store import Store
 
 POD = {"metadata": {"name": "p"}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i:1"}]}}

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from podstatus.server import protobuf
-from podstatus.server.http import ApiHandler, Request
+from podstatus.server.endpoints import ApiHandler, Request
 from podstatus.server.storage.store import Store
 
 PB = protobuf.PROTOBUF

@@ -261,7 +261,7 @@ def kubelet_api(args: argparse.Namespace, names: Sequence[str], base_url: str, r
         return None
     if not 0 < args.kubelet_port <= 65535 or args.kubelet_port + len(names) - 1 > 65535:
         raise ValueError(f"--kubelet-port {args.kubelet_port}: the nodes' ports must be within 1..65535")
-    from ..server.security import TlsMaterial
+    from ..tls import TlsMaterial
     from .kubeletapi import KubeletAPIConfig, KubeletAPIServer
 
     tls = None

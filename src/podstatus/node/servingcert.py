@@ -22,7 +22,7 @@ import ssl
 import threading
 from typing import Any
 
-from ..server.security import private_dir, write_private
+from ..tls import private_dir, write_private
 from .logs import log_fields
 
 __all__ = ["ServingCertRotator", "csr_for"]

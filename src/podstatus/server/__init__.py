@@ -6,7 +6,8 @@ serves it over HTTP to real clients (``kubectl``, the ``kubernetes`` package);
 """
 
 from . import registry  # noqa: F401  (registers the served resources: their strategies)
-from .http import ApiHandler, EmbeddedApiServer, Request, Response, serve
+from .endpoints import ApiHandler, Request, Response
+from .http import EmbeddedApiServer, serve
 from .selectors import FieldSelector, LabelSelector, SelectorError
 from .storage.objects import Event, Stored
 from .storage.store import Store

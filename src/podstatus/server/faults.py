@@ -43,7 +43,8 @@ from typing import Any
 import msgspec
 
 from ..errors import status_body
-from .http import EmbeddedApiServer, Request, Response
+from .endpoints import Request, Response
+from .http import EmbeddedApiServer
 from .storage.store import Store
 
 __all__ = ["FAULT_KINDS", "FaultPlan", "RequestInfo", "recreate_pod"]

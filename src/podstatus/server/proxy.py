@@ -105,7 +105,7 @@ class KubeletClientConfig:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
         if self.cert_pem and self.key_pem:
-            from .security import private_dir, write_private
+            from ..tls import private_dir, write_private
 
             folder = private_dir("podstatus-kubelet-client-")
             try:
@@ -187,7 +187,7 @@ def _dial_text(host: str, port: int, err: BaseException) -> str:
 
 
 class KubeletProxy:
-    """Routes the kubelet subresources of :class:`.http.ApiHandler` to the nodes."""
+    """Routes the kubelet subresources of :class:`.endpoints.ApiHandler` to the nodes."""
 
     def __init__(self, store: Store, config: KubeletClientConfig | None = None) -> None:
         self.store = store

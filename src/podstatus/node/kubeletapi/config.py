@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...server.security import TlsMaterial
+from ...tls import TlsMaterial
 
 __all__ = ["KubeletAPIConfig"]
 

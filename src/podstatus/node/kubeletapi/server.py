@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...server.security import TlsMaterial, generate_tls, private_dir, server_context, write_private
+from ...tls import TlsMaterial, generate_tls, private_dir, server_context, write_private
 from ..calls import DaemonPool
 from ..logs import log_fields
 from ..servingcert import ServingCertRotator
