@@ -41,9 +41,10 @@ class FakeStatusManager:
     - ``set_pod_status`` keeps the status under the pod's UID; ``get_pod_status``
       answers it (None when none was set). A status whose containers make an
       impossible transition from the kept one (or the pod's) is refused, as the
-      real manager refuses it (SPEC 4.2); ``accept_pod_status`` answers what became
-      of it (the kept status, whether it changed, why it was refused). ``terminate_pod`` keeps the
-      terminated status the real manager would build from it.
+      real manager refuses it (SPEC 4.2); ``accept_pod_status`` answers what
+      became of it (the kept status, whether it changed, why it was refused).
+      ``terminate_pod`` keeps the terminated status the real manager would build
+      from it.
     - ``set_container_readiness`` / ``set_container_startup`` change the kept
       container status with that ID (nothing when there is none).
     - ``remove_orphaned_statuses`` forgets every pod not named.
@@ -115,7 +116,7 @@ class FakeStatusManager:
     def _accept(self, pod: Pod, status: PodStatus) -> StatusAcceptance:
         # Caller holds the lock.
         kept = self.statuses.get(pod.uid)
-        problem = check_container_state_transition(kept or pod.status, status, pod.spec)
+        problem = check_container_state_transition(kept if kept is not None else pod.status, status, pod.spec)
         if problem is not None:
             fields = {"pod": pod.key(), "podUID": pod.uid}
             log.error("Status update on pod aborted: %s", problem, extra={"podstatus": fields})
