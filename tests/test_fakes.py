@@ -21,6 +21,7 @@ from podstatus.types import (
     Container,
     ContainerState,
     ContainerStateRunning,
+    ContainerStateTerminated,
     ContainerStatus,
     ObjectMeta,
     Pod,
@@ -155,6 +156,74 @@ def test_answers_as_the_real_manager_does() -> None:
     assert got["cleared"] == (3, True) and got["cleared_again"] == (0, False)
     assert got["terminated_phase"] == "Failed"
     assert got["terminated_container"] == (True, "ContainerStatusUnknown")
+
+
+def _accepting(manager: Any) -> tuple[list[tuple[str | None, bool, bool]], str]:
+    """A pod that may not restart its containers, given statuses through accept_pod_status (per
+    step: the phase now held, whether it changed, whether it was refused), then set_pod_status
+    (the phase then held)."""
+    pod = make_pod().replace(spec=make_pod().spec.replace(restart_policy="Never"))
+    done = PodStatus(
+        phase="Succeeded",
+        container_statuses=(
+            ContainerStatus(
+                name="c",
+                ready=False,
+                restart_count=0,
+                state=ContainerState(terminated=ContainerStateTerminated(exit_code=0, reason="Completed")),
+                container_id="containerd://abc",
+            ),
+        ),
+    )
+    out = []
+    for status in (running(), running(), done, running()):
+        accepted = manager.accept_pod_status(pod, status)
+        held = accepted.status.phase if accepted.status is not None else None
+        out.append((held, accepted.changed, accepted.refused is not None))
+    manager.set_pod_status(pod, running())  # refused by the setter too
+    return out, manager.get_pod_status(pod.uid).phase
+
+
+def test_accept_pod_status_answers_as_the_real_manager_does() -> None:
+    fake = FakeStatusManager()
+    pod = make_pod()
+    real = new_manager(None, BasicPodManager([pod]), FakePodDeletionSafety())
+    got = _accepting(fake)
+    assert got == _accepting(real)
+    assert got == (
+        [
+            ("Running", True, False),
+            ("Running", False, False),
+            ("Succeeded", True, False),
+            ("Succeeded", False, True),
+        ],
+        "Succeeded",
+    )
+    assert [args[1].phase for args in fake.calls_of("accept_pod_status")] == [
+        "Running",
+        "Running",
+        "Succeeded",
+        "Running",
+    ]
+
+
+def test_a_refusal_says_what_the_real_manager_says() -> None:
+    pod = make_pod().replace(spec=make_pod().spec.replace(restart_policy="Never"))
+    done = running().replace(
+        phase="Failed",
+        container_statuses=(
+            running()
+            .container_statuses[0]  # type: ignore[index]
+            .replace(state=ContainerState(terminated=ContainerStateTerminated(exit_code=1, reason="Error"))),
+        ),
+    )
+    answers = []
+    for manager in (FakeStatusManager(), new_manager(None, BasicPodManager([pod]), FakePodDeletionSafety())):
+        manager.accept_pod_status(pod, done)
+        answers.append(manager.accept_pod_status(pod, running()))
+    fake_answer, real_answer = answers
+    assert fake_answer.refused is not None and fake_answer.refused == real_answer.refused
+    assert not fake_answer.changed and not real_answer.changed
 
 
 @pytest.mark.parametrize("reason", ["", "Whatever", POD_REASON_DEFERRED])

@@ -22,8 +22,10 @@ from .conditions import (
     POD_RESIZE_PENDING,
 )
 from .podmanager import is_static_pod
+from .protocols import StatusAcceptance
 from .statusutil import terminated_status
 from .types import ContainerID, Pod, PodCondition, PodStatus
+from .validation import check_container_state_transition
 
 __all__ = ["Call", "FakeStatusManager"]
 
@@ -37,8 +39,12 @@ class FakeStatusManager:
     """A :class:`~podstatus.protocols.StatusManager` that records calls and keeps the statuses set.
 
     - ``set_pod_status`` keeps the status under the pod's UID; ``get_pod_status``
-      answers it (None when none was set). ``terminate_pod`` keeps the
-      terminated status the real manager would build from it.
+      answers it (None when none was set). A status whose containers make an
+      impossible transition from the kept one (or the pod's) is refused, as the
+      real manager refuses it (SPEC 4.2); ``accept_pod_status`` answers what
+      became of it (the kept status, whether it changed, why it was refused).
+      ``terminate_pod`` keeps the terminated status the real manager would build
+      from it.
     - ``set_container_readiness`` / ``set_container_startup`` change the kept
       container status with that ID (nothing when there is none).
     - ``remove_orphaned_statuses`` forgets every pod not named.
@@ -100,7 +106,22 @@ class FakeStatusManager:
     def set_pod_status(self, pod: Pod, status: PodStatus) -> None:
         with self._lock:
             self._record("set_pod_status", pod, status)
-            self._keep(pod.uid, status)
+            self._accept(pod, status)
+
+    def accept_pod_status(self, pod: Pod, status: PodStatus) -> StatusAcceptance:
+        with self._lock:
+            self._record("accept_pod_status", pod, status)
+            return self._accept(pod, status)
+
+    def _accept(self, pod: Pod, status: PodStatus) -> StatusAcceptance:
+        # Caller holds the lock.
+        kept = self.statuses.get(pod.uid)
+        problem = check_container_state_transition(kept if kept is not None else pod.status, status, pod.spec)
+        if problem is not None:
+            fields = {"pod": pod.key(), "podUID": pod.uid}
+            log.error("Status update on pod aborted: %s", problem, extra={"podstatus": fields})
+            return StatusAcceptance(kept, False, problem)
+        return StatusAcceptance(status, self._keep(pod.uid, status))
 
     def terminate_pod(self, pod: Pod) -> None:
         with self._lock:
@@ -139,11 +160,12 @@ class FakeStatusManager:
             self._record("pending_count")
             return len(self._pending)
 
-    def _keep(self, uid: str, status: PodStatus) -> None:
+    def _keep(self, uid: str, status: PodStatus) -> bool:
         if self.statuses.get(uid) == status:
-            return
+            return False
         self.statuses[uid] = status
         self._pending.add(uid)
+        return True
 
     def _set_container(self, uid: str, cid: str, **change: bool) -> None:
         status = self.statuses.get(uid)

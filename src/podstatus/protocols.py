@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .types import ContainerID, Pod, PodCondition, PodStatus
 
@@ -24,6 +24,7 @@ __all__ = [
     "PodDeletionSafety",
     "PodManager",
     "PodUpdateNotifier",
+    "StatusAcceptance",
     "StatusManager",
     "VersionedKubeClient",
 ]
@@ -220,6 +221,20 @@ class PodUpdateNotifier(Protocol):
 # -- what the node agent is given -----------------------------------------------------------
 
 
+class StatusAcceptance(NamedTuple):
+    """What the status manager did with one status given to ``accept_pod_status``.
+
+    ``status``: the status now cached for the pod (None: none); ``changed``: whether this
+    call changed it; ``refused``: why the manager refused it (an impossible container state
+    transition, SPEC 4.2), None when it did not. The node's pod controller turns a refusal
+    into the provider's ``ProviderError`` Event, so the rule is checked once, by the manager.
+    """
+
+    status: PodStatus | None
+    changed: bool
+    refused: str | None = None
+
+
 @runtime_checkable
 class StatusManager(Protocol):
     """The status manager as a node agent uses it (the kubelet's ``status.Manager`` interface).
@@ -235,6 +250,10 @@ class StatusManager(Protocol):
     def get_pod_status(self, uid: str) -> PodStatus | None: ...
 
     def set_pod_status(self, pod: Pod, status: PodStatus) -> None: ...
+
+    def accept_pod_status(self, pod: Pod, status: PodStatus) -> StatusAcceptance:
+        """``set_pod_status``, answering what became of the status (and why it was refused)."""
+        ...
 
     def set_container_readiness(self, pod_uid: str, container_id: str | ContainerID, ready: bool) -> None: ...
 

@@ -34,6 +34,8 @@ from podstatus import (
     PodStatus,
     SetPodStatusResult,
 )
+from podstatus.manager import accept
+from podstatus.validation import check_container_state_transition
 
 
 def with_generation(pod: Pod, generation: int | None) -> Pod:
@@ -132,6 +134,33 @@ def test_set_pod_status_result_when_nothing_is_cached(world: World) -> None:
     old = PodStatus(phase="Failed")
     pod = pod.replace(status=old.replace(container_statuses=(container_status(pod, "app", terminated(1)),)))
     assert world.manager().set_pod_status_result(pod, running_status(pod)) == (None, False)
+
+
+def test_accept_pod_status_says_why_it_refused_checking_once(
+    world: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    checks: list[str | None] = []
+
+    def counted(*args: Any) -> str | None:
+        checks.append(check_container_state_transition(*args))
+        return checks[-1]
+
+    monkeypatch.setattr(accept, "check_container_state_transition", counted)
+    pod = world.add(make_pod("s", restart_policy="Never"))
+    m = world.manager()
+    done = PodStatus(phase="Succeeded", container_statuses=(container_status(pod, "app", terminated(0)),))
+    first = m.accept_pod_status(pod, done)
+    assert first.changed and first.refused is None and first.status == m.get_pod_status(pod.uid)
+    assert checks == [None]
+    refused = m.accept_pod_status(pod, running_status(pod))  # a terminated container running again
+    assert len(checks) == 2 and refused.refused == checks[1] and refused.refused is not None
+    assert "app" in refused.refused
+    assert refused == (first.status, False, checks[1])
+    assert f"Status update on pod aborted: {refused.refused}" in caplog.text
+    # The public setters keep their answers: None, and upstream's (status, changed).
+    assert m.set_pod_status(pod, running_status(pod)) is None
+    assert m.set_pod_status_result(pod, running_status(pod)) == (first.status, False)
+    assert len(checks) == 4 and m.get_pod_status(pod.uid) == first.status
 
 
 # --- AddPodUpdateNotifier -------------------------------------------------------------------------

@@ -4,14 +4,17 @@ Lease controller with FakeNodeClient (the requests they made)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from nodekit import events_for, make_agent, pod_manifest, wait_for
 
+from podstatus import validation
 from podstatus.clients.embedded import LEASES, EmbeddedClient
 from podstatus.clients.fake import FakeNodeClient
 from podstatus.clients.http import HttpKubeClient
@@ -69,7 +72,7 @@ def faked(http: HttpKubeClient, agents: list[NodeAgent]) -> tuple[NodeAgent, Fak
     agents.append(agent)
     http.create_pod(pod_manifest("web"))
     wait_for(lambda: provider.called("create_pod"), what="the provider to create the pod")
-    wait_for(lambda: manager.calls_of("set_pod_status"), what="the first status (Pending)")
+    wait_for(lambda: manager.calls_of("accept_pod_status"), what="the first status (Pending)")
     agent.runtime.tasks.wait_idle(5)
     return agent, manager, provider
 
@@ -79,7 +82,7 @@ def test_the_agent_uses_the_manager_it_is_given(
 ) -> None:
     agent, manager, _ = faked
     assert agent.manager is manager and manager.started
-    pod, status = manager.calls_of("set_pod_status")[0]
+    pod, status = manager.calls_of("accept_pod_status")[0]
     assert pod.metadata.name == "web" and status.phase == "Pending"
     waiting = status.container_statuses[0].state.waiting
     assert waiting is not None and waiting.reason == "ContainerCreating"
@@ -91,7 +94,7 @@ def test_a_report_reaches_the_manager_completed(
     agent, manager, provider = faked
     uid = agent.pods.get_pod_by_name("default", "web").uid
     provider.set_status(uid, running())
-    pod, status = manager.calls_of("set_pod_status")[-1]
+    pod, status = manager.calls_of("accept_pod_status")[-1]
     assert pod.uid == uid and status.phase == "Running"
     conditions = {c.type: c.status for c in status.conditions}
     assert conditions == {
@@ -115,13 +118,13 @@ def test_one_path_for_a_report_reads_the_cached_status_once(
     uid = agent.pods.get_pod_by_name("default", "web").uid
     manager.clear_calls()
     provider.set_status(uid, running(ready=False))
-    # One read of the cached status (the base of the completion and of the transition check),
-    # one of the resize conditions, the set, then the status now cached (to share equal parts).
+    # One read of the cached status (the base of the completion), one of the resize conditions,
+    # the set, whose answer is the status now cached (to share equal parts) and any refusal:
+    # the container state transitions are checked by the manager alone.
     assert manager.methods() == [
         "get_pod_status",
         "get_pod_resize_conditions",
-        "set_pod_status",
-        "get_pod_status",
+        "accept_pod_status",
     ]
 
 
@@ -151,6 +154,7 @@ def test_an_unusable_report_is_said_never_set(
     manager.clear_calls()
     provider.set_status(uid, report)
     assert "set_pod_status" not in manager.methods()
+    assert "accept_pod_status" not in manager.methods()
     assert agent.recorder.flush(10)
     messages = [e["message"] for e in events_for(client, "web") if e["reason"] == "ProviderError"]
     assert any(why in m for m in messages), messages
@@ -177,13 +181,71 @@ def test_a_container_running_again_in_a_never_restarting_pod_is_refused(
         )
     )
     provider.set_status(uid, PodStatus(phase="Succeeded", container_statuses=(done,)))
-    assert manager.calls_of("set_pod_status")[-1][1].phase == "Succeeded"
+    assert manager.calls_of("accept_pod_status")[-1][1].phase == "Succeeded"
     manager.clear_calls()
     provider.set_status(uid, running())
     assert "set_pod_status" not in manager.methods()
+    # Handed to the manager once, which refused it (as the real one does): nothing kept.
+    assert len(manager.calls_of("accept_pod_status")) == 1
+    assert manager.statuses[uid].phase == "Succeeded"
     assert agent.recorder.flush(10)
     reasons = [e["message"] for e in events_for(client, "once") if e["reason"] == "ProviderError"]
     assert any("impossible transition" in m for m in reasons), reasons
+
+
+def counted_transition_checks(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """Every evaluation of the container state transition rule from now on, in whichever module
+    of the package holds it (the answers, in order)."""
+    original = validation.check_container_state_transition
+    answers: list[str | None] = []
+
+    def counted(*args: Any, **kwargs: Any) -> str | None:
+        answers.append(original(*args, **kwargs))
+        return answers[-1]
+
+    for name, module in list(sys.modules.items()):
+        if (
+            name.startswith("podstatus")
+            and getattr(module, "check_container_state_transition", None) is original
+        ):
+            monkeypatch.setattr(module, "check_container_state_transition", counted)
+    return answers
+
+
+def test_the_transition_rule_is_evaluated_once_per_report(
+    http: HttpKubeClient, agents: list[NodeAgent], client: EmbeddedClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real status manager (the agent's own), the real server on loopback.
+    provider = FakeProvider()
+    agent = make_agent(http, provider)
+    agent.start()
+    agents.append(agent)
+    http.create_pod(pod_manifest("job", restartPolicy="Never"))
+    wait_for(lambda: provider.called("create_pod"))
+    agent.runtime.tasks.wait_idle(5)
+    uid = agent.pods.get_pod_by_name("default", "job").uid
+    checks = counted_transition_checks(monkeypatch)
+    provider.set_status(uid, running(ready=False))
+    assert checks == [None]
+    done = (
+        running()
+        .container_statuses[0]
+        .replace(
+            ready=False, state=ContainerState.from_dict({"terminated": {"exitCode": 1, "reason": "Error"}})
+        )
+    )
+    provider.set_status(uid, PodStatus(phase="Failed", container_statuses=(done,)))
+    assert checks == [None, None]
+    provider.set_status(uid, running())  # a Never container cannot run again
+    assert len(checks) == 3 and checks[2] is not None
+    cached = agent.manager.get_pod_status(uid)
+    assert cached is not None and cached.phase == "Failed"
+    # The manager's refusal, said by the pod controller as the provider's mistake.
+    assert agent.recorder.flush(10)
+    messages = [e["message"] for e in events_for(client, "job") if e["reason"] == "ProviderError"]
+    assert messages == [f"provider reported an impossible transition: {checks[2]}"], messages
+    wait_for(lambda: client.get_pod("default", "job").status.phase == "Failed")
+    assert client.get_pod("default", "job").status.container_statuses[0].state.terminated is not None
 
 
 # --- the node-status controller, with FakeNodeClient ---------------------------------------------

@@ -33,6 +33,7 @@ from podstatus.patch import (
     diff_pod_status,
     has_changes,
 )
+from podstatus.protocols import StatusAcceptance
 from podstatus.server.endpoints import Request, Response
 from podstatus.server.http import EmbeddedApiServer
 from podstatus.server.storage.objects import Stored
@@ -335,7 +336,13 @@ class StoreClient:
 class FreezableManager:
     """A manager proxy whose status setters can be switched off (the node "goes quiet")."""
 
-    SETTERS = ("set_pod_status", "set_container_readiness", "set_container_startup", "terminate_pod")
+    SETTERS = (
+        "set_pod_status",
+        "accept_pod_status",
+        "set_container_readiness",
+        "set_container_startup",
+        "terminate_pod",
+    )
 
     def __init__(self, manager: Any) -> None:
         self._manager = manager
@@ -349,6 +356,8 @@ class FreezableManager:
 
         def setter(*args: Any, **kwargs: Any) -> Any:
             if self.frozen.is_set():
+                if name == "accept_pod_status":  # ignored: the status cached stays, unchanged
+                    return StatusAcceptance(self._manager.get_pod_status(args[0].uid), False)
                 return None
             self.calls += 1
             return target(*args, **kwargs)

@@ -18,7 +18,7 @@ from ..conditions import (
 )
 from ..errors import InvalidObjectError
 from ..podmanager import is_static_pod
-from ..protocols import PodUpdateNotifier
+from ..protocols import PodUpdateNotifier, StatusAcceptance
 from ..sharing import compact_status, share_equal_parts
 from ..statusutil import (
     find_container_status,
@@ -87,16 +87,7 @@ class StatusAccepting(ManagerState):
     # -- setters -----------------------------------------------------------------------
 
     def set_pod_status(self, pod: Pod, status: PodStatus) -> None:
-        if self._notifiers:
-            self._set_pod_status(pod, status, None)
-            return
-        # The hot path (no notifiers), inlined: _set_pod_status does the same.
-        meta = pod.metadata
-        generation = meta.generation or None
-        if type(status) is PodStatus and status.observed_generation != generation:
-            status = status.replace(observed_generation=generation)
-        with self._lock:
-            self._update_status(pod, status, meta.deletion_timestamp is not None, pod_is_finished=False)
+        self._set_pod_status(pod, status, None)
 
     def set_pod_status_result(self, pod: Pod, status: PodStatus) -> SetPodStatusResult:
         """:meth:`set_pod_status`, answering what upstream's SetPodStatus returns.
@@ -105,26 +96,40 @@ class StatusAccepting(ManagerState):
         was refused and nothing was cached before) and whether this call
         changed it.
         """
-        cached: list[PodStatus | None] = []
-        changed = self._set_pod_status(pod, status, cached)
-        return SetPodStatusResult(cached[0], changed)
+        accepted = self.accept_pod_status(pod, status)
+        return SetPodStatusResult(accepted.status, accepted.changed)
 
-    def _set_pod_status(self, pod: Pod, status: PodStatus, cached: list[PodStatus | None] | None) -> bool:
-        # A pod being deleted must get its final status out, even if it looks unchanged.
-        force = pod.metadata.deletion_timestamp is not None
+    def accept_pod_status(self, pod: Pod, status: PodStatus) -> StatusAcceptance:
+        """:meth:`set_pod_status`, answering the status now cached, whether it changed, and why
+        it was refused (None: it was not).
+
+        The node's pod controller sets a provider's report with it: the manager's check of
+        the container state transitions is then the only one on a report's path.
+        """
+        answers: list[StatusAcceptance] = []
+        self._set_pod_status(pod, status, answers)
+        return answers[0]
+
+    def _set_pod_status(self, pod: Pod, status: PodStatus, answers: list[StatusAcceptance] | None) -> None:
+        """The one path of every status set (``answers``: where to put what became of it)."""
         # The kubelet reports which generation of the pod it has seen (KEP-5067).
         generation = calculate_pod_status_observed_generation(pod)
         if type(status) is PodStatus and status.observed_generation != generation:
             status = status.replace(observed_generation=generation)
         notes: list[_Note] | None = [] if self._notifiers else None
+        refusals: list[str] | None = None if answers is None else []
+        # A pod being deleted must get its final status out, even if it looks unchanged.
+        force = pod.metadata.deletion_timestamp is not None
         with self._lock:
-            changed = self._update_status(pod, status, force, pod_is_finished=False, notes=notes)
-            if cached is not None:
+            changed = self._update_status(
+                pod, status, force, pod_is_finished=False, notes=notes, refusals=refusals
+            )
+            if answers is not None:
                 entry = self._statuses.get(pod.uid)
-                cached.append(entry.status if entry is not None else None)
+                cached = entry.status if entry is not None else None
+                answers.append(StatusAcceptance(cached, changed, refusals[0] if refusals else None))
         if notes:
             self._send_notes(notes)
-        return changed
 
     def set_container_readiness(self, pod_uid: str, container_id: str | ContainerID, ready: bool) -> None:
         notes: list[_Note] | None = [] if self._notifiers else None
@@ -245,7 +250,12 @@ class StatusAccepting(ManagerState):
         *,
         pod_is_finished: bool,
         notes: list[_Note] | None = None,
+        refusals: list[str] | None = None,
     ) -> bool:
+        """Accept ``status`` for ``pod`` (SPEC 4.2); True when the cached status changed.
+
+        A refused transition is logged, and its reason appended to ``refusals`` when given.
+        """
         uid = pod.uid
         entry = self._statuses.get(uid)
         if entry is not None and not force and (status is entry.status or status == entry.status):
@@ -270,6 +280,8 @@ class StatusAccepting(ManagerState):
         problem = check_container_state_transition(old, status, spec)
         if problem is not None:
             _log(logging.ERROR, "Status update on pod aborted: " + problem, **_fields(pod.key(), uid))
+            if refusals is not None:
+                refusals.append(problem)
             return False
 
         if is_terminal_phase(old.phase) and not is_terminal_phase(status.phase):

@@ -7,7 +7,8 @@
   pods after a restart, in-place resize (the kubelet's allocation manager).
 * **Reports**: every status the provider gives (pushed to the notifier, or polled) takes one
   path, :meth:`PodController.report`: the cached status read once, completed
-  (:mod:`.completion`), checked, and set on the status manager, which writes it.
+  (:mod:`.completion`), and set on the status manager, which checks its container
+  transitions, says why it refused one, and writes it.
 * **Housekeeping of pods**: polls of a provider that cannot notify, create retries
   (:meth:`PodController.poll`, :meth:`PodController.retry_due`, run by the agent's housekeeping).
 
@@ -34,7 +35,6 @@ from ..qos import compute_pod_qos
 from ..sharing import share_equal_parts
 from ..statusutil import bound_messages
 from ..types import ContainerStatus, Pod, PodCondition, PodStatus
-from ..validation import check_container_state_transition
 from .calls import BoundCaller, ProviderError, SerialTasks
 from .completion import (
     UnusableStatus,
@@ -693,9 +693,10 @@ class PodController:
     def report(self, pod_uid: str, status: Any) -> None:
         """A status from the provider, on its one path to the manager.
 
-        The cached status is read once (the base of the completion and of the transition
-        check); the report is cut, completed, checked, and set. Whatever is wrong with it is
-        the provider's mistake: said (an Event, the log), never written.
+        The cached status is read once (the base of the completion); the report is cut,
+        completed, and set. Whatever is wrong with it is the provider's mistake: said (an
+        Event, the log), never written. The container state transitions are checked once, by
+        the manager, which answers why it refused one.
         """
         state = self._states.get(pod_uid)
         if state is None or state.rejected:
@@ -727,20 +728,20 @@ class PodController:
             if state.stopped and any(cs.state.running is not None for cs in (*(inits or ()), *(mains or ()))):
                 self._refuse(state, "provider reported a container running in a pod it has stopped")
                 return
-            problem = check_container_state_transition(base, complete, pod.spec)
-            if problem is not None:
-                self._refuse(state, f"provider reported an impossible transition: {problem}")
-                return
             previous, state.last_report = state.last_report, status
             try:
-                self.manager.set_pod_status(pod, complete)
+                accepted = self.manager.accept_pod_status(pod, complete)
             except InvalidObjectError as err:
                 state.last_report = previous  # what was refused is not what the provider runs
                 self._refuse(state, f"provider reported an invalid status: {err}")
                 return
+            if accepted.refused is not None:
+                state.last_report = previous
+                self._refuse(state, f"provider reported an impossible transition: {accepted.refused}")
+                return
             if type(status) is PodStatus:
                 # Kept for the next completion: what equals the status now cached is held once.
-                state.last_report = share_equal_parts(status, self.manager.get_pod_status(pod_uid))
+                state.last_report = share_equal_parts(status, accepted.status)
 
     def _refuse(self, state: PodState, message: str) -> None:
         _log(logging.ERROR, message, pod=state.pod.key(), podUID=state.pod.uid)
