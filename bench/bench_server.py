@@ -16,7 +16,7 @@ sending the PATCH until each watch got its MODIFIED event (p50/p99 over watches 
 the reading client is one thread, so a figure includes the client's own turn-around, the same
 on both sides).
 
-    .venv/bin/python bench/bench_server.py [--quick] [--peer-src /work/main/src]
+    .venv/bin/python bench/bench_server.py [--quick] [--peer-src OTHER_CHECKOUT/src]
 """
 
 from __future__ import annotations

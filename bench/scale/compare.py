@@ -13,7 +13,7 @@ requests; above 1 for the creation rate).
 
 Usage (from the repository root)::
 
-    python -m bench.scale.compare --old /tmp/ps-before --new . --runs 5 --write docs/scale.md
+    python -m bench.scale.compare --old OLD_CHECKOUT --new . --runs 5 --write docs/scale.md
 
 ``--write`` adds the comparison to the page's section "Reshape (issue 23): before/after" (made at
 the end of the page when missing); the entries already there are kept, the new one goes last.
