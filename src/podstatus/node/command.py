@@ -563,13 +563,15 @@ class StopGuard:
         while not self._closed.is_set():
             wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
             if self._sigwait:
-                info = signal.sigtimedwait(STOP_SIGNALS, wait)
-                # After SIGSTOP/SIGCONT, CPython's sigtimedwait can answer a siginfo of garbage
-                # (the interrupted call's): only a stop signal stops the node.
-                if info is not None and info.si_signo in STOP_SIGNALS:
-                    self.signal(info.si_signo)
-                elif info is not None:
-                    log.debug("ignored a wake-up of the signal wait signo=%s", info.si_signo)
+                # A blocking sigtimedwait interrupted by SIGSTOP/SIGCONT can answer a siginfo of
+                # garbage (CPython retries it and returns the interrupted call's struct), even a
+                # stale SIGTERM read as a second signal. So never block in it: poll what is
+                # pending, and take a pending stop signal, which returns at once.
+                pending = signal.sigpending() & STOP_SIGNALS
+                if pending:
+                    self.signal(signal.sigwait(pending))
+                else:
+                    self._closed.wait(wait)
             else:
                 self._closed.wait(wait)
             if self.stopping.is_set() and deadline is None:
