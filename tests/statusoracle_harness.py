@@ -22,6 +22,9 @@ sequences by the generator rather than waved through in the comparison:
   is still cached);
 - *a DELETE answered NotFound drops the cached status* (SPEC 4.5.6; upstream keeps it): no 404 is
   injected on DELETE;
+- *old status of a pod that is not static* (SPEC 4.2.1: its own; upstream takes a mirror pod of
+  its name when the pod manager holds one): removing a static pod from the node removes every
+  mirror pod of it the node may hold, so no stale mirror pod outlives it;
 - *fast-path options* (SPEC 6): not used; the Manager runs with the kubelet's defaults.
 
 ``python tests/statusoracle_harness.py --help``: explore or replay from the command line.
@@ -661,17 +664,26 @@ class World:
                     }
                 ]
                 if model.static:
-                    mirror = {
-                        "op": "remove_pod",
-                        "namespace": NS,
-                        "name": model.name,
-                        "uid": model.mirror_uid,
-                        "server": False,
-                    }
+                    # Every mirror pod the node may hold goes (one it never learnt is no-op): a
+                    # stale mirror left behind would make a later non-static pod of this name
+                    # take the mirror's status as its old one on upstream only (the allowed
+                    # difference of SPEC 4.2.1, tests/statusoracle/allowed/).
+                    mirrors = [
+                        {
+                            "op": "remove_pod",
+                            "namespace": NS,
+                            "name": model.name,
+                            "uid": f"mirror-{model.name}-{model.incarnation}-{k}",
+                            "server": False,
+                        }
+                        for k in range(1, model.mirror_incarnation + 1)
+                    ]
                     # The pod managers differ while a static pod is gone and its mirror pod is not
                     # (upstream still translates the mirror's UID): kept apart unless asked for.
                     node_ops = (
-                        [*node_ops, mirror] if self.features.static_removal_window else [mirror, *node_ops]
+                        [*node_ops, *mirrors]
+                        if self.features.static_removal_window
+                        else [*mirrors, *node_ops]
                     )
                 ops.extend(node_ops)
                 model.present = False

@@ -584,6 +584,41 @@ def test_static_pod_without_mirror_is_skipped_until_it_has_one(world: World, mod
     assert world.client.patches()[0]["metadata"]["uid"] == "mirror-uid"
 
 
+def test_plain_pod_old_status_is_its_own_beside_a_stale_mirror_pod(world: World) -> None:
+    # SPEC 4.2 step 1: only a static pod takes its mirror pod's status as the old one. A pod that
+    # is not static keeps its own, even while the pod manager still holds a mirror pod of its name
+    # (upstream would take the mirror's: the allowed difference in docs/status-oracle.md).
+    earlier = datetime(2020, 1, 1, 0, 0, 0, tzinfo=UTC)
+    own = datetime(2020, 1, 1, 0, 0, 5, tzinfo=UTC)
+    world.add(
+        make_pod(
+            "s",
+            uid="mirror-uid",
+            annotations=MIRROR_ANNOTATIONS,
+            status=PodStatus(
+                phase="Pending", conditions=(condition("PodScheduled").replace(last_transition_time=earlier),)
+            ),
+        ),
+        to_server=False,
+    )
+    plain = world.add(
+        make_pod(
+            "s",
+            uid="plain-uid",
+            status=PodStatus(
+                phase="Pending", conditions=(condition("PodScheduled").replace(last_transition_time=own),)
+            ),
+        )
+    )
+    assert world.pods.get_mirror_pod_by_pod(plain) is not None
+    m = world.manager()
+    m.terminate_pod(plain)
+    got = m.get_pod_status("plain-uid")
+    assert got is not None
+    scheduled = get_cond(got, "PodScheduled")
+    assert scheduled is not None and scheduled.last_transition_time == own
+
+
 def test_static_pod_old_status_is_the_mirror_pods(world: World) -> None:
     # SPEC 4.2 step 1: no cached status -> the mirror pod's status (here terminal) is the old one.
     static, _ = _static_and_mirror(world, mirror_status=PodStatus(phase="Succeeded", reason="Done"))
