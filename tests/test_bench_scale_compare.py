@@ -123,3 +123,28 @@ def test_write_adds_each_comparison_to_its_section_and_keeps_the_rest(tmp_path: 
     text = page.read_text(encoding="utf-8")
     assert text.index("### second") < text.index("### third") < text.index("## Later")
     assert text.endswith("## Later\n\nmore\n")
+
+
+def test_new_args_go_to_the_new_checkouts_harness_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A phase only the new harness has (its follow phase) is turned off on the new side alone, so
+    # both sides measure the same workload; options after -- still go to both.
+    calls: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(compare, "check_origin", lambda checkout: None)
+    monkeypatch.setattr(compare, "compile_bytecode", lambda checkout: None)
+    monkeypatch.setattr(
+        compare,
+        "run_harness",
+        lambda checkout, size, hold, page, extra: calls.append((checkout.label, list(extra))),
+    )
+    monkeypatch.setattr(compare, "git_commit", lambda root: "c0ffee0")
+    monkeypatch.setattr(compare, "git_describe", lambda root: "c0ffee0 a commit")
+    argv = ["--old", str(tmp_path), "--new", str(tmp_path), "--runs", "2", "--workdir", str(tmp_path)]
+    compare.main([*argv, "--new-args=--follow=0 --follow-hold 5", "--", "--events", "all"])
+    assert calls == [
+        ("old", ["--events", "all"]),
+        ("new", ["--events", "all", "--follow=0", "--follow-hold", "5"]),
+        ("new", ["--events", "all", "--follow=0", "--follow-hold", "5"]),
+        ("old", ["--events", "all"]),
+    ]

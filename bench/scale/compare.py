@@ -291,6 +291,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--write", type=Path, default=None, help="add the comparison to this page (docs/scale.md)"
     )
+    parser.add_argument(
+        "--new-args",
+        default="",
+        help="harness options for the new checkout only, one string (e.g. --new-args=--follow=0 when "
+        "the new harness has a phase the old one lacks: both sides must measure the same workload)",
+    )
     parser.add_argument("harness_args", nargs="*", help="more harness options, after --")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
@@ -309,9 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for n in range(args.runs):
         # old, new; then new, old: a drifting machine load weighs on both sides alike.
         for checkout in sides if n % 2 == 0 else sides[::-1]:
-            run_harness(
-                checkout, args.size, args.hold, work / f"{checkout.label}-{n + 1}.md", args.harness_args
-            )
+            extra = [*args.harness_args, *(shlex.split(args.new_args) if checkout.label == "new" else [])]
+            run_harness(checkout, args.size, args.hold, work / f"{checkout.label}-{n + 1}.md", extra)
     old, new = sides
     log.info("pages and logs of the runs: %s", work)
     lines = [f"### {started}: old {git_commit(old.root)} → new {git_commit(new.root)}", ""]
