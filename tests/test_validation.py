@@ -5,7 +5,6 @@ and the typed checks of what the manager accepts."""
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -212,41 +211,8 @@ def test_field_error_bodies() -> None:
 
 # --- typed statuses ---------------------------------------------------------------------------------
 
-T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
-RUNNING = ContainerState(running=ContainerStateRunning(started_at=T0))
-
-
-def terminated(exit_code: int = 0, message: str | None = None) -> ContainerState:
-    return ContainerState(
-        terminated=ContainerStateTerminated(exit_code=exit_code, reason="Completed", message=message)
-    )
-
-
-def cs(
-    name: str,
-    state: ContainerState = RUNNING,
-    *,
-    last_state: ContainerState | None = None,
-    ready: bool = False,
-    started: bool | None = None,
-) -> ContainerStatus:
-    return ContainerStatus(
-        name=name,
-        state=state,
-        last_state=last_state if last_state is not None else ContainerState(),
-        ready=ready,
-        started=started,
-        image="busybox",
-        image_id="docker.io/library/busybox@sha256:0",
-        container_id=f"containerd://{name}",
-    )
-
-
-def cond(
-    ctype: str, status: str = "True", *, reason: str | None = None, message: str | None = None, at: Any = T0
-) -> PodCondition:
-    return PodCondition(type=ctype, status=status, reason=reason, message=message, last_transition_time=at)
-
+# The status builders of the statusutil tests, shared rather than copied.
+from test_statusutil import RUNNING, T0, cond, cs, terminated  # noqa: E402
 
 # --- validate_status: what the manager accepts (moved from test_statusutil.py) --------------------------------------------------------------------------------
 
