@@ -30,8 +30,6 @@ import resource
 import selectors
 import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,30 +37,14 @@ from typing import Any
 
 try:
     from bench._common import ROOT, fixture_dict
+    from bench.connections import serve
 except ImportError:  # run as a script from bench/
     from _common import ROOT, fixture_dict  # type: ignore[no-redef]
+    from connections import serve  # type: ignore[no-redef]
 
 NAMESPACE = "bench"
 PATCH_TYPE = "application/strategic-merge-patch+json"
 _TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _serve(src: str, state: str) -> tuple[subprocess.Popen[bytes], int]:
-    kubeconfig = Path(state) / "kubeconfig"
-    env = {**os.environ, "PYTHONPATH": src, "XDG_STATE_HOME": state}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "podstatus.cli", "serve", "--port", "0", "--no-token", "--no-tls",
-         "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not kubeconfig.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"podstatus serve from {src} did not start")
-        time.sleep(0.05)
-    url = json.loads(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-    return proc, int(url.rsplit(":", 1)[1])
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -215,7 +197,7 @@ def _watch(pid: int, port: int, watchers: int, events: int) -> dict[str, float]:
 
 def _one_server(src: str, sizes: dict[str, int]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="podstatus-bench-") as state:
-        proc, port = _serve(src, state)
+        proc, port = serve(src, state)
         try:
             _setup(port, sizes["pods"])
             clients = sizes["clients"]

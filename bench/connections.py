@@ -75,7 +75,7 @@ def _bystander(port: int, count: int) -> tuple[float, float, int]:
     return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.99))], failed
 
 
-def _serve(src: str, state: str) -> tuple[subprocess.Popen[bytes], int]:
+def serve(src: str, state: str) -> tuple[subprocess.Popen[bytes], int]:
     kubeconfig = Path(state) / "kubeconfig"
     env = {**os.environ, "PYTHONPATH": src, "XDG_STATE_HOME": state}
     proc = subprocess.Popen(
@@ -86,7 +86,8 @@ def _serve(src: str, state: str) -> tuple[subprocess.Popen[bytes], int]:
     deadline = time.monotonic() + 60
     while not kubeconfig.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("podstatus serve did not start")
+            proc.kill()
+            raise RuntimeError(f"podstatus serve from {src} did not start")
         time.sleep(0.05)
     url = json.loads(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
     return proc, int(url.rsplit(":", 1)[1])
@@ -196,7 +197,7 @@ def main() -> None:
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))  # the server inherits it
     with tempfile.TemporaryDirectory(prefix="podstatus-bench-") as state:
-        proc, port = _serve(args.src, state)
+        proc, port = serve(args.src, state)
         try:
             idle = _threads(proc.pid)
             p50, p99, _ = _bystander(port, 200)
